@@ -1,0 +1,24 @@
+"""constropt: constrained optimization problems declared in sympy, lowered to fused,
+vectorized torch code, searched by an evolutionary engine on CPU or CUDA, polished with
+exact derivatives and cross-checked against scipy.
+
+>>> import sympy as sp, constropt
+>>> x, y = sp.symbols("x y")
+>>> res = constropt.solve((x - 1)**2 + (y - 2)**2, [x + y <= 2], seed=0)  # doctest: +SKIP
+"""
+
+from ._errors import (CheckpointError, ConstroptError, DeviceError, OptionError, ParseError,
+                      ProblemError, SolveFailedError, UnsupportedExpressionError)
+from ._options import SolveOptions
+from ._problem import DEFAULT_BOUND, BoundsWarning, Evaluation, Problem
+from ._result import History, Result, Status
+from ._solve import solve
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "solve", "Problem", "Evaluation", "Result", "Status", "History", "SolveOptions",
+    "ConstroptError", "ProblemError", "UnsupportedExpressionError", "OptionError",
+    "DeviceError", "ParseError", "CheckpointError", "SolveFailedError", "BoundsWarning",
+    "DEFAULT_BOUND", "__version__",
+]

@@ -1,0 +1,132 @@
+"""Evaluator: the generated code bound to a device, a dtype and a compile mode.
+
+Compiled functions are cached by generated source text, so every problem with the same
+structure (the same expressions up to parameter values) shares one compiled kernel
+across solves, seeds, population sizes (``dynamic=True``) and parameter values
+(parameters are tensor inputs).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ._errors import DeviceError, OptionError
+
+__all__ = ["resolve_device", "resolve_dtype", "Evaluator", "compiled"]
+
+_COMPILED: dict = {}
+
+
+def resolve_device(device):
+    """``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:K"`` or a ``torch.device`` -> torch.device."""
+    import torch
+
+    if isinstance(device, torch.device):
+        dev = device
+    elif isinstance(device, str):
+        if device == "auto":
+            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        try:
+            dev = torch.device(device)
+        except RuntimeError:
+            raise DeviceError(f"unknown device {device!r}; use 'auto', 'cpu' or 'cuda'") \
+                from None
+    else:
+        raise DeviceError(f"device must be a string or torch.device, got {device!r}")
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise DeviceError(f"device {device!r} requested but CUDA is not available on this "
+                              "machine (torch reports no CUDA device); use device='cpu' or "
+                              "'auto'")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise DeviceError(f"device {device!r}: this machine has "
+                              f"{torch.cuda.device_count()} CUDA device(s)")
+    elif dev.type != "cpu":
+        raise DeviceError(f"unsupported device {device!r}; use 'auto', 'cpu' or 'cuda'")
+    return dev
+
+
+def resolve_dtype(dtype, device, work: int):
+    """The working float dtype: explicit, or float64 for small work on CPU, else float32."""
+    import torch
+
+    if dtype is None:
+        return torch.float64 if device.type == "cpu" and work < 2_000_000 else torch.float32
+    names = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
+             "bfloat16": torch.bfloat16}
+    if isinstance(dtype, str):
+        if dtype not in names:
+            raise OptionError(f"unknown dtype {dtype!r}; use 'float32' or 'float64'")
+        dtype = names[dtype]
+    if isinstance(dtype, type) and issubclass(dtype, np.floating):
+        dtype = {np.float32: torch.float32, np.float64: torch.float64}.get(dtype, dtype)
+    if dtype not in (torch.float32, torch.float64):
+        raise DeviceError(f"dtype {dtype} is not supported for search; use float32 or float64")
+    if dtype == torch.float64 and device.type == "mps":  # pragma: no cover - no MPS here
+        raise DeviceError("float64 is not supported on MPS devices")
+    return dtype
+
+
+def compiled(fn, key):
+    """``torch.compile(fn, dynamic=True)``, cached by ``key`` for the whole process."""
+    import torch
+
+    hit = _COMPILED.get(key)
+    if hit is None:
+        hit = _COMPILED[key] = torch.compile(fn, dynamic=True)
+    return hit
+
+
+class Evaluator:
+    """The problem's generated ``fitness`` on one device.
+
+    Parameters
+    ----------
+    problem : Problem
+    device : torch.device
+    dtype : torch.dtype
+        Working dtype of the arithmetic (the population may be stored narrower).
+    compile : bool
+        Run under ``torch.compile`` (cached across problems of the same structure).
+    parameters : dict, optional
+        Parameter values overriding the problem's.
+
+    Attributes
+    ----------
+    compile_seconds : float
+        Time spent in the first (compiling) call, 0 when eager.
+    """
+
+    def __init__(self, problem, device, dtype, compile: bool, parameters=None):
+        import torch
+
+        self.problem = problem
+        self.device = device
+        self.dtype = dtype
+        self.compile = bool(compile)
+        ns = problem.lowering.functions("torch")
+        self._fitness = ns["fitness"]
+        self._report = ns["report"]
+        if self.compile:
+            self._fitness = compiled(ns["fitness"], (problem.source, "fitness"))
+        pvec = problem.parameter_vector(parameters)
+        self.P = torch.as_tensor(pvec, dtype=dtype, device=device).reshape(-1, 1)
+        self.eq_tol = torch.tensor(problem.eq_tol, dtype=dtype, device=device)
+        self.compile_seconds = 0.0
+        self._warm = not self.compile
+
+    def __call__(self, X):
+        """``(fmin, cv)`` for the variable-major population ``X`` of shape (N, S)."""
+        if not self._warm:
+            t0 = time.perf_counter()
+            out = self._fitness(X, self.P, self.eq_tol)
+            self.compile_seconds = time.perf_counter() - t0
+            self._warm = True
+            return out
+        return self._fitness(X, self.P, self.eq_tol)
+
+    def report(self, X):
+        """``(f, V)``: objective in the user's sense and per-constraint violations (m, S)."""
+        return self._report(X, self.P, self.eq_tol)

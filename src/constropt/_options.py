@@ -1,0 +1,110 @@
+"""Solver options: one frozen, validated record; unknown names raise ``OptionError``."""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass, fields
+
+from ._errors import OptionError
+
+__all__ = ["SolveOptions"]
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    """Keyword options of :func:`constropt.solve` beyond the named arguments.
+
+    Attributes
+    ----------
+    pop_size : int or None
+        Population size (even); default ``clip(20 * n, 60, 400)``.
+    max_generations : int or None
+        Generation limit; default 1000.
+    max_evals : int or None
+        Evaluation budget, polish included; never exceeded.
+    time_limit : float or None
+        Seconds of search; checked every generation.
+    target : float or None
+        Stop once a feasible point reaches this objective (user's sense).
+    stagnation : int
+        Stop after this many generations without improvement of the best point.
+    ftol : float
+        Relative improvement that counts for ``stagnation``.
+    polish : bool
+        Refine the best point with SLSQP on exact derivatives.
+    eq_tol : float
+        Equality tolerance (used when ``solve`` builds the Problem).
+    parameters : dict or None
+        Parameter values ``{symbol: value}``.
+    throw : bool
+        Raise :class:`SolveFailedError` instead of returning an unsuccessful result.
+    check_every : int
+        Generations between device synchronisations (termination checks).
+    default_bound : float
+        Default half-width for unbounded variable sides (see :class:`Problem`).
+    p_mut : float or None
+        Per-gene mutation probability; default ``1 / n`` (at least 0.05... at most 0.5).
+    eta_c, eta_m : float
+        SBX and mutation distribution indices.
+    """
+
+    pop_size: int | None = None
+    max_generations: int | None = None
+    max_evals: int | None = None
+    time_limit: float | None = None
+    target: float | None = None
+    stagnation: int = 60
+    ftol: float = 1e-10
+    polish: bool = True
+    eq_tol: float = 1e-4
+    parameters: dict | None = None
+    throw: bool = False
+    check_every: int = 10
+    default_bound: float = 1000.0
+    p_mut: float | None = None
+    eta_c: float = 15.0
+    eta_m: float = 20.0
+
+    @classmethod
+    def from_kwargs(cls, kwargs: dict) -> SolveOptions:
+        names = [f.name for f in fields(cls)]
+        for k in kwargs:
+            if k not in names:
+                close = difflib.get_close_matches(k, names, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise OptionError(f"unknown option {k!r}{hint} (options: {', '.join(names)})")
+        opts = cls(**kwargs)
+        opts._validate()
+        return opts
+
+    def _validate(self) -> None:
+        def positive_int(name, allow_none=True):
+            v = getattr(self, name)
+            if v is None and allow_none:
+                return
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise OptionError(f"{name} must be a positive integer, got {v!r}")
+
+        for name in ("pop_size", "max_generations", "max_evals"):
+            positive_int(name)
+        positive_int("stagnation", False)
+        positive_int("check_every", False)
+        if self.pop_size is not None and self.pop_size < 4:
+            raise OptionError(f"pop_size must be at least 4, got {self.pop_size}")
+        for name in ("time_limit", "ftol", "eq_tol", "default_bound", "eta_c", "eta_m"):
+            v = getattr(self, name)
+            if v is None and name == "time_limit":
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+                    or v < 0 or (v == 0 and name in ("time_limit", "default_bound")):
+                raise OptionError(f"{name} must be a finite positive number, got {v!r}")
+        if self.target is not None and (isinstance(self.target, bool) or not isinstance(
+                self.target, (int, float)) or math.isnan(self.target)):
+            raise OptionError(f"target must be a number, got {self.target!r}")
+        if self.p_mut is not None and not (isinstance(self.p_mut, (int, float))
+                                           and 0 <= self.p_mut <= 1):
+            raise OptionError(f"p_mut must be in [0, 1], got {self.p_mut!r}")
+        for name in ("polish", "throw"):
+            if not isinstance(getattr(self, name), bool):
+                raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}")

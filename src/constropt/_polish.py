@@ -1,0 +1,158 @@
+"""Polish: local refinement of the search's best point with scipy's SLSQP.
+
+Objective, constraint leaves and their exact derivatives come from the generated code
+(NumPy backend, float64).  Integer genes are held fixed.  Inequalities are tightened
+by a small margin (SLSQP may end a hair outside an active constraint), so the polished
+point satisfies them, strict ones strictly.  Leaves
+under an ``Or`` are left out (SLSQP needs a conjunction); the caller accepts the polished
+point only if the full float64 check finds it feasible and better.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ._constraints import AllOf, Leaf
+
+__all__ = ["conjunctive_leaves", "polish", "Counter", "scipy_functions"]
+
+STRICT_MARGIN = 1e-9
+
+
+def conjunctive_leaves(problem) -> list[int]:
+    """Indices (into ``problem.leaves``) of leaves every feasible point must satisfy."""
+    out, k = [], 0
+
+    def walk(node, conj):
+        nonlocal k
+        if isinstance(node, Leaf):
+            if conj:
+                out.append(k)
+            k += 1
+            return
+        for child in node.children:
+            walk(child, conj and isinstance(node, AllOf))
+
+    for c in problem._constraints:
+        walk(c.tree, True)
+    return out
+
+
+class Counter:
+    """Counts point evaluations (objective/constraint values and derivatives)."""
+
+    def __init__(self):
+        self.n = 0
+
+
+def scipy_functions(problem, pvec, free, x_fixed, counter: Counter, margin=STRICT_MARGIN):
+    """Objective, its gradient and SLSQP constraint dicts over the free genes.
+
+    Returns ``(fun, jac, constraints)`` for :func:`scipy.optimize.minimize`; values are
+    in minimization sense, constraints in scipy's ``>= 0`` / ``== 0`` convention.
+    """
+    ns = problem.lowering.functions("numpy")
+    leaves_fn = ns["leaves"]
+    P = pvec.reshape(-1, 1)
+    sign = -1.0 if problem.maximize else 1.0
+    try:
+        deriv = problem.lowering.derivatives("numpy")
+    except Exception:  # vector variables or a derivative sympy cannot lower
+        deriv = None
+    cache: dict = {}
+
+    def full(z):
+        x = x_fixed.copy()
+        x[free] = z
+        return x
+
+    def values(z):
+        key = z.tobytes()
+        if cache.get("vk") != key:
+            with np.errstate(all="ignore"):
+                f, C = leaves_fn(full(z).reshape(-1, 1), P)
+            counter.n += 1
+            cache["vk"], cache["v"] = key, (float(np.asarray(f).reshape(-1)[0]),
+                                            np.asarray(C, dtype=float).reshape(-1))
+        return cache["v"]
+
+    def derivs(z):
+        key = z.tobytes()
+        if cache.get("dk") != key:
+            with np.errstate(all="ignore"):
+                g, J = deriv(full(z).reshape(-1, 1), P)
+            counter.n += 1
+            cache["dk"], cache["d"] = key, (np.asarray(g, float).reshape(-1)[free],
+                                            np.asarray(J, float)[..., 0][:, free])
+        return cache["d"]
+
+    def fun(z):
+        f = sign * values(z)[0]
+        return f if np.isfinite(f) else 1e300
+
+    jac = (lambda z: sign * derivs(z)[0]) if deriv is not None else None
+    cons = []
+    leaves = problem.leaves
+    kinds = np.array([lf.kind for lf in leaves])
+    conj = np.array(conjunctive_leaves(problem), dtype=int)
+    for kind in ("eq", "le", "lt"):
+        idx = conj[kinds[conj] == kind] if conj.size else conj
+        if idx.size == 0:
+            continue
+        shift = 0.0 if kind == "eq" else margin
+
+        def cfun(z, idx=idx, shift=shift, kind=kind):
+            c = values(z)[1][idx]
+            return c if kind == "eq" else -c - shift
+
+        def cjac(z, idx=idx, kind=kind):
+            J = derivs(z)[1][idx]
+            return J if kind == "eq" else -J
+
+        d = {"type": "eq" if kind == "eq" else "ineq", "fun": cfun}
+        if deriv is not None:
+            d["jac"] = cjac
+        cons.append(d)
+    return fun, jac, cons
+
+
+def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
+           max_evals: int | None = None, margin: float = STRICT_MARGIN):
+    """Refine ``x0`` with SLSQP; returns ``(x, nfev)`` (``x`` may be worse: caller checks).
+
+    Parameters
+    ----------
+    problem : Problem
+    x0 : ndarray, shape (n,)
+    pvec : ndarray, shape (n_params,)
+    maxiter : int
+        SLSQP iterations.
+    max_evals : int, optional
+        Evaluation budget left; polish is skipped when it is too small.
+    """
+    from scipy.optimize import minimize
+
+    free = np.flatnonzero(~problem.integer)
+    if free.size == 0 or (max_evals is not None and max_evals < 10):
+        return x0.copy(), 0
+    lo, hi = problem.lower[free], problem.upper[free]
+    x_fixed = x0.astype(np.float64).copy()
+    counter = Counter()
+    fun, jac, cons = scipy_functions(problem, pvec, free, x_fixed, counter, margin)
+    if max_evals is not None:
+        maxiter = max(1, min(maxiter, max_evals // (3 if jac is not None else free.size + 2)))
+    z0 = np.clip(x_fixed[free], lo, hi)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with np.errstate(all="ignore"):
+            try:
+                res = minimize(fun, z0, jac=jac, bounds=list(zip(lo, hi)), constraints=cons,
+                               method="SLSQP", options={"maxiter": maxiter, "ftol": 1e-12})
+                z = np.clip(res.x, lo, hi)
+            except (ValueError, ArithmeticError, np.linalg.LinAlgError):
+                z = z0
+    x = x_fixed.copy()
+    x[free] = z
+    return x, counter.n

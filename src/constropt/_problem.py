@@ -1,0 +1,492 @@
+"""``Problem``: a validated, immutable constrained optimization problem.
+
+Construction does all the checking (objective, constraints, variables, bounds,
+parameters), extracts the box from single-variable linear constraints and lowers the
+problem to generated code once.  Everything after that (evaluation, search, polish,
+cross-check) reads the frozen problem.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from ._constraints import Constraint, Leaf, normalize_constraint
+from ._errors import ProblemError
+from .lowering import Block, Layout, Lowering
+
+__all__ = ["Problem", "Evaluation", "BoundsWarning", "DEFAULT_BOUND"]
+
+#: Half-width of the box used for a variable side that has no finite bound.
+DEFAULT_BOUND = 1000.0
+
+_VECTOR_TYPES = (sp.IndexedBase, sp.MatrixSymbol)
+
+
+class BoundsWarning(UserWarning):
+    """A variable had no finite bound on a side and got the default box."""
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Objective and constraint status of a batch of points.
+
+    Attributes
+    ----------
+    fun : array or Tensor, shape (S,)
+        Objective in the user's sense (NaN where it is undefined).
+    violation : array or Tensor, shape (S, m)
+        Violation of each constraint, ``>= 0``; ``inf`` where a constraint is NaN.
+    feasible : array or Tensor of bool, shape (S,)
+        Every constraint holds (strict ones strictly, equalities within ``eq_tol``).
+    """
+
+    fun: Any
+    violation: Any
+    feasible: Any
+
+
+def _natural_key(sym) -> tuple:
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(sym)))
+
+
+def _is_vector(s) -> bool:
+    return isinstance(s, _VECTOR_TYPES)
+
+
+def _shape_of(s) -> tuple:
+    if isinstance(s, sp.MatrixSymbol):
+        shape = tuple(int(d) for d in s.shape)
+    else:
+        if s.shape is None:
+            raise ProblemError(f"vector variable {s} needs a shape: IndexedBase('{s}', "
+                               "shape=(n,))")
+        shape = tuple(int(d) for d in s.shape)
+    if not shape or any(d <= 0 for d in shape):
+        raise ProblemError(f"vector variable {s} has an invalid shape {shape}")
+    return shape
+
+
+def _collect_symbols(exprs) -> set:
+    """Scalar symbols and vector bases used by ``exprs`` (summation indices excluded)."""
+    found: set = set()
+    for e in exprs:
+        bound = set()
+        for s in sp.preorder_traversal(e):
+            if isinstance(s, sp.Sum):
+                bound.update(lim[0] for lim in s.limits)
+        for s in e.atoms(sp.Symbol, sp.IndexedBase, sp.MatrixSymbol):
+            if s in bound or isinstance(s, sp.Dummy) and s in bound:
+                continue
+            found.add(s)
+        for ix in e.atoms(sp.Indexed):
+            found.discard(ix.base.label)
+            found.add(ix.base)
+        for idx in e.atoms(sp.Idx):
+            found.discard(idx.label)
+    return found
+
+
+def _is_integer(s) -> bool:
+    return bool(getattr(s, "is_integer", False))
+
+
+class Problem:
+    """A constrained optimization problem declared with sympy.
+
+    Parameters
+    ----------
+    objective : sympy.Expr
+        The function to minimize (or maximize with ``maximize=True``).
+    constraints : sequence of sympy relationals, optional
+        ``<``, ``<=``, ``>``, ``>=``, ``sympy.Eq``, or ``And``/``Or``/``Not`` of them.
+        Strict inequalities are enforced strictly; equalities within ``eq_tol``.
+    variables : sequence of sympy Symbols (or IndexedBase/MatrixSymbol), optional
+        The decision variables in the order of ``x_array``.  Default: every free symbol
+        that is not a parameter, in natural name order (``x2`` before ``x10``).
+    bounds : dict, optional
+        ``{symbol: (lo, hi)}``; either side may be ``None``.  Overrides the bounds that
+        constropt extracts from single-variable linear constraints.
+    maximize : bool, optional
+        Maximize instead of minimize.
+    parameters : dict, optional
+        ``{symbol: value}``.  Parameters are inputs of the generated code, so changing
+        their values never regenerates or recompiles it.
+    eq_tol : float, optional
+        Tolerance for equality constraints: ``|h(x)| <= eq_tol`` counts as satisfied.
+    default_bound : float, optional
+        A side without a finite bound is placed at ``-default_bound``/``+default_bound``
+        (moved out to the other side ``-/+ default_bound`` if that is beyond), with a
+        :class:`BoundsWarning` naming the variable.
+
+    Attributes
+    ----------
+    variables : tuple
+        Decision variables in population order.
+    bounds : mapping
+        The search box actually used, ``{symbol: (lo, hi)}``.
+    constraints : tuple of sympy Boolean
+        The constraints as given.
+    source : str
+        The generated code (readable Python).
+    """
+
+    def __init__(self, objective, constraints=(), *, variables=None, bounds=None,
+                 maximize: bool = False, parameters=None, eq_tol: float = 1e-4,
+                 default_bound: float = DEFAULT_BOUND):
+        self._objective = _check_objective(objective)
+        if isinstance(constraints, (sp.Basic, bool)):
+            constraints = [constraints]
+        try:
+            constraints = list(constraints)
+        except TypeError:
+            raise ProblemError(f"constraints must be a sequence of sympy relationals, got "
+                               f"{constraints!r}") from None
+        self._constraints: tuple[Constraint, ...] = tuple(
+            normalize_constraint(c, i) for i, c in enumerate(constraints))
+        if not isinstance(maximize, (bool, np.bool_)):
+            raise ProblemError(f"maximize must be True or False, got {maximize!r}")
+        self._maximize = bool(maximize)
+        if not (isinstance(eq_tol, (int, float)) and math.isfinite(eq_tol) and eq_tol >= 0):
+            raise ProblemError(f"eq_tol must be a finite number >= 0, got {eq_tol!r}")
+        self._eq_tol = float(eq_tol)
+        self._parameters = _check_parameters(parameters)
+        exprs = [self._objective] + [c.relation for c in self._constraints]
+        for k, e in enumerate(exprs):
+            if e.has(sp.I) or any(a.is_number and a.is_real is False
+                                  for a in sp.preorder_traversal(e) if isinstance(a, sp.Expr)):
+                what = "the objective" if k == 0 else f"constraint {k - 1}"
+                raise ProblemError(f"{what} is complex-valued ({e}): constropt works over the "
+                                   "reals; sympy.I may not appear")
+        self._variables = _order_variables(exprs, variables, self._parameters)
+        self._layout = _make_layout(self._variables, tuple(self._parameters))
+        self._lower, self._upper, self._integer, self._box = _make_bounds(
+            self._variables, self._layout, self._constraints, bounds, float(default_bound),
+            self._parameters)
+        self._lowering = Lowering(self._objective, self._constraints, self._layout,
+                                  self._maximize)
+
+    # -- read-only views ------------------------------------------------------------
+    @property
+    def objective(self) -> sp.Expr:
+        """The objective expression as given."""
+        return self._objective
+
+    @property
+    def constraints(self) -> tuple:
+        """The constraints as given (sympy Booleans)."""
+        return tuple(c.relation for c in self._constraints)
+
+    @property
+    def variables(self) -> tuple:
+        """Decision variables in population order."""
+        return self._variables
+
+    @property
+    def parameters(self) -> MappingProxyType:
+        """Parameter values ``{symbol: float}`` (read-only)."""
+        return MappingProxyType(dict(self._parameters))
+
+    @property
+    def bounds(self) -> MappingProxyType:
+        """The search box ``{symbol: (lo, hi)}`` actually used (read-only)."""
+        return MappingProxyType(dict(self._box))
+
+    @property
+    def maximize(self) -> bool:
+        """Whether the objective is maximized."""
+        return self._maximize
+
+    @property
+    def eq_tol(self) -> float:
+        """Tolerance of equality constraints."""
+        return self._eq_tol
+
+    @property
+    def n(self) -> int:
+        """Number of scalar decision values (genes); vector variables count each element."""
+        return int(self._lower.size)
+
+    @property
+    def lower(self) -> np.ndarray:
+        """Lower bounds of the box, shape (n,), float64 (a copy)."""
+        return self._lower.copy()
+
+    @property
+    def upper(self) -> np.ndarray:
+        """Upper bounds of the box, shape (n,), float64 (a copy)."""
+        return self._upper.copy()
+
+    @property
+    def integer(self) -> np.ndarray:
+        """Which genes are integer, shape (n,), bool (a copy)."""
+        return self._integer.copy()
+
+    @property
+    def layout(self) -> Layout:
+        """Where each variable lives in the population (rows of the variable-major array)."""
+        return self._layout
+
+    @property
+    def leaves(self) -> tuple[Leaf, ...]:
+        """Normalised constraint leaves ``c(x) <= 0``, ``< 0`` or ``== 0``."""
+        return self._lowering.leaves
+
+    @property
+    def lowering(self) -> Lowering:
+        """The generated code and its entry points (see :mod:`constropt.lowering`)."""
+        return self._lowering
+
+    @property
+    def source(self) -> str:
+        """The generated code, as readable Python source."""
+        return self._lowering.source
+
+    @property
+    def has_vector_variables(self) -> bool:
+        """Whether any variable is an IndexedBase or MatrixSymbol."""
+        return any(b.shape != () for b in self._layout.blocks)
+
+    def parameter_vector(self, values=None) -> np.ndarray:
+        """Parameter values in layout order, shape (n_params,), float64.
+
+        ``values`` (a dict ``{symbol: value}``) overrides the problem's own values.
+        """
+        merged = dict(self._parameters)
+        if values:
+            extra = _check_parameters(values)
+            unknown = [s for s in extra if s not in merged]
+            if unknown:
+                raise ProblemError(f"{unknown[0]} is not a parameter of this problem "
+                                   f"(parameters: {list(merged)})")
+            merged.update(extra)
+        return np.array([merged[p] for p in self._layout.parameters], dtype=np.float64)
+
+    # -- evaluation --------------------------------------------------------------------
+    def evaluate(self, points, *, parameters=None) -> Evaluation:
+        """Evaluate objective and constraints at a batch of points.
+
+        Parameters
+        ----------
+        points : array_like or Tensor, shape (S, n) or (n,)
+            Points in ``variables`` order (sample-major, as users hold them).  A NumPy
+            input is evaluated in float64 with the NumPy backend; a torch tensor with the
+            torch backend on its device and dtype.
+        parameters : dict, optional
+            Parameter values overriding the problem's own.
+
+        Returns
+        -------
+        Evaluation
+            ``fun`` (S,), ``violation`` (S, m), ``feasible`` (S,), same kind as ``points``.
+        """
+        from ._evaluate import evaluate_points
+
+        return evaluate_points(self, points, parameters)
+
+    def __repr__(self) -> str:
+        sense = "maximize" if self._maximize else "minimize"
+        return (f"Problem({sense} {self._objective}, {len(self._constraints)} constraints, "
+                f"variables={list(self._variables)})")
+
+    def __reduce__(self):
+        return (_rebuild, (self._objective, self.constraints, self._variables,
+                           dict(self._box), self._maximize, dict(self._parameters),
+                           self._eq_tol))
+
+
+def _rebuild(objective, constraints, variables, bounds, maximize, parameters, eq_tol):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BoundsWarning)
+        return Problem(objective, constraints, variables=variables, bounds=bounds,
+                       maximize=maximize, parameters=parameters or None, eq_tol=eq_tol)
+
+
+# -- validation helpers ------------------------------------------------------------------
+def _check_objective(obj) -> sp.Expr:
+    if isinstance(obj, bool) or isinstance(obj, (sp.logic.boolalg.Boolean, sp.Rel)):
+        raise ProblemError(f"the objective must be a sympy expression, got the relational or "
+                           f"boolean {obj!r}; constraints go in the second argument")
+    if isinstance(obj, (int, float)) and not isinstance(obj, bool):
+        return sp.Float(obj) if isinstance(obj, float) else sp.Integer(obj)
+    if not isinstance(obj, sp.Expr):
+        raise ProblemError(f"the objective must be a sympy expression, got {obj!r} of type "
+                           f"{type(obj).__name__}")
+    return obj
+
+
+def _check_parameters(parameters) -> dict:
+    if parameters is None:
+        return {}
+    if not isinstance(parameters, dict):
+        raise ProblemError(f"parameters must be a dict {{symbol: value}}, got {parameters!r}")
+    out = {}
+    for s, v in parameters.items():
+        if not isinstance(s, sp.Symbol):
+            raise ProblemError(f"parameter key {s!r} is not a sympy Symbol")
+        if v is None:
+            raise ProblemError(f"parameter {s} has no value")
+        try:
+            fv = float(v)
+        except (TypeError, ValueError):
+            raise ProblemError(f"parameter {s} has the non-numeric value {v!r}") from None
+        if not math.isfinite(fv):
+            raise ProblemError(f"parameter {s} has the non-finite value {v!r}")
+        out[s] = fv
+    return out
+
+
+def _order_variables(exprs, variables, parameters) -> tuple:
+    used = _collect_symbols(exprs)
+    params = set(parameters)
+    if variables is None:
+        found = [s for s in used if s not in params]
+        return tuple(sorted(found, key=_natural_key))
+    if isinstance(variables, (sp.Basic, str)):
+        variables = [variables]
+    variables = tuple(variables)
+    for v in variables:
+        if not isinstance(v, (sp.Symbol,) + _VECTOR_TYPES):
+            raise ProblemError(f"variable {v!r} is not a sympy Symbol, IndexedBase or "
+                               "MatrixSymbol")
+        if v in params:
+            raise ProblemError(f"{v} is declared both as a variable and as a parameter")
+    if len(set(variables)) != len(variables):
+        dup = next(v for v in variables if variables.count(v) > 1)
+        raise ProblemError(f"variable {dup} is listed twice in variables")
+    stray = sorted((s for s in used if s not in set(variables) and s not in params),
+                   key=_natural_key)
+    if stray:
+        raise ProblemError(f"symbol {stray[0]} appears in the problem but is neither a "
+                           f"variable nor a parameter (variables: {list(variables)})")
+    return variables
+
+
+def _make_layout(variables, parameters) -> Layout:
+    blocks, off = [], 0
+    for v in variables:
+        shape = _shape_of(v) if _is_vector(v) else ()
+        blocks.append(Block(v, off, shape))
+        off += math.prod(shape) if shape else 1
+    return Layout(tuple(blocks), tuple(parameters))
+
+
+def _linear_bound(leaf: Leaf, scalars: set):
+    """``(symbol, side, value, strict)`` if ``leaf`` is ``a*v + b (op) 0``, else None."""
+    free = leaf.expr.free_symbols
+    if len(free) != 1 or not free <= scalars or leaf.expr.atoms(sp.Indexed):
+        return None
+    (v,) = free
+    a = sp.diff(leaf.expr, v)
+    if not a.is_number or a == 0:
+        return None
+    b = sp.expand(leaf.expr - a * v)
+    if b.free_symbols:
+        return None
+    val, fa = float(-b / a), float(a)
+    if leaf.kind == "eq":
+        return v, "eq", val, False
+    return v, ("hi" if fa > 0 else "lo"), val, leaf.kind == "lt"
+
+
+def _make_bounds(variables, layout, constraints, bounds, default_bound, parameters):
+    if not (math.isfinite(default_bound) and default_bound > 0):
+        raise ProblemError(f"default_bound must be a finite number > 0, got {default_bound}")
+    scalars = {b.symbol for b in layout.blocks if b.shape == ()}
+    lo = {v: -math.inf for v in variables}
+    hi = {v: math.inf for v in variables}
+    strict_lo, strict_hi = set(), set()
+    for c in constraints:
+        tree = c.tree
+        kids = [tree] if isinstance(tree, Leaf) else (
+            list(tree.children) if type(tree).__name__ == "AllOf" else [])
+        for leaf in kids:
+            if not isinstance(leaf, Leaf):
+                continue
+            got = _linear_bound(leaf, scalars)
+            if got is None:
+                continue
+            v, side, val, strict = got
+            if side in ("lo", "eq") and val >= lo[v]:
+                if val > lo[v]:
+                    strict_lo.discard(v)
+                lo[v] = val
+                if strict:
+                    strict_lo.add(v)
+            if side in ("hi", "eq") and val <= hi[v]:
+                if val < hi[v]:
+                    strict_hi.discard(v)
+                hi[v] = val
+                if strict:
+                    strict_hi.add(v)
+    for v in variables:
+        if lo[v] > hi[v] or (lo[v] == hi[v] and (v in strict_lo or v in strict_hi)):
+            raise ProblemError(f"the constraints on {v} contradict each other: they require "
+                               f"{v} >= {lo[v]} and {v} <= {hi[v]}")
+    if bounds is not None:
+        if not isinstance(bounds, dict):
+            raise ProblemError(f"bounds must be a dict {{symbol: (lo, hi)}}, got {bounds!r}")
+        for s, pair in bounds.items():
+            if s not in lo:
+                raise ProblemError(f"bounds given for {s}, which is not a variable of the "
+                                   f"problem (variables: {list(variables)})")
+            try:
+                blo, bhi = pair
+            except (TypeError, ValueError):
+                raise ProblemError(f"bounds for {s} must be a pair (lo, hi), got {pair!r}") \
+                    from None
+            for name, val in (("lower", blo), ("upper", bhi)):
+                if val is not None:
+                    try:
+                        fv = float(val)
+                    except (TypeError, ValueError):
+                        raise ProblemError(f"{name} bound of {s} is not a number: {val!r}") \
+                            from None
+                    if math.isnan(fv):
+                        raise ProblemError(f"{name} bound of {s} is NaN")
+                    if name == "lower":
+                        lo[s] = fv
+                    else:
+                        hi[s] = fv
+            if lo[s] > hi[s]:
+                raise ProblemError(f"lower bound of {s} ({lo[s]}) is above its upper bound "
+                                   f"({hi[s]})")
+    missing = []
+    box = {}
+    n = sum(b.size for b in layout.blocks)
+    lower, upper = np.empty(n), np.empty(n)
+    integer = np.zeros(n, dtype=bool)
+    for b in layout.blocks:
+        v = b.symbol
+        a, z = lo[v], hi[v]
+        if not math.isfinite(a) or not math.isfinite(z):
+            missing.append(str(v))
+        if not math.isfinite(a):
+            a = -default_bound if not math.isfinite(z) or z > -default_bound else z - default_bound
+        if not math.isfinite(z):
+            z = default_bound if a < default_bound else a + default_bound
+        if _is_integer(v):
+            a, z = float(math.ceil(a)), float(math.floor(z))
+            if v in strict_lo and a == lo[v]:
+                a += 1
+            if v in strict_hi and z == hi[v]:
+                z -= 1
+            if a > z:
+                raise ProblemError(f"integer variable {v} has no integer value in its bounds "
+                                   f"[{lo[v]}, {hi[v]}]")
+        sl = slice(b.offset, b.offset + b.size)
+        lower[sl], upper[sl] = a, z
+        integer[sl] = _is_integer(v)
+        box[v] = (a, z)
+    if missing:
+        warnings.warn(f"no finite bound on some side of {', '.join(missing)}: searching the "
+                      f"default box (see Problem.bounds); pass bounds= to choose it",
+                      BoundsWarning, stacklevel=4)
+    return lower, upper, integer, box

@@ -1,0 +1,144 @@
+"""Typed, immutable results: ``Status``, ``History`` and ``Result``."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Status", "History", "Result"]
+
+
+class Status(enum.Enum):
+    """Why a run ended.  Each value is the message users read."""
+
+    CONVERGED = "the best point stopped improving (stagnation criterion met)"
+    MAX_GENERATIONS = "reached max_generations"
+    MAX_EVALS = "reached the evaluation budget max_evals"
+    TIME_LIMIT = "reached time_limit"
+    TARGET = "reached the target objective value"
+    CALLBACK = "stopped by the callback"
+    INFEASIBLE = "no feasible point found; the result is the least-violating point"
+    UNBOUNDED = "the objective appears unbounded: it diverges to infinity at a feasible point"
+    INTERRUPTED = "interrupted (KeyboardInterrupt); the result is the best point so far"
+
+    @property
+    def failed(self) -> bool:
+        """Statuses for which ``success`` is False."""
+        return self in (Status.INFEASIBLE, Status.UNBOUNDED, Status.INTERRUPTED)
+
+
+@dataclass(frozen=True)
+class History:
+    """Best point per generation.
+
+    Attributes
+    ----------
+    nfev : ndarray of int, shape (G,)
+        Evaluations used at the end of each generation.
+    fun : ndarray, shape (G,)
+        Objective of the best point (user's sense).
+    cv : ndarray, shape (G,)
+        Total constraint violation of the best point (0 when feasible).
+    """
+
+    nfev: np.ndarray
+    fun: np.ndarray
+    cv: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.nfev)
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.10g}"
+
+
+@dataclass(frozen=True)
+class Result:
+    """The outcome of :func:`constropt.solve`.
+
+    Attributes
+    ----------
+    x : mapping
+        ``{symbol: value}`` (float; int for integer symbols; an ndarray for a vector
+        variable), so ``objective.subs(result.x)`` works for scalar problems.
+    x_array : ndarray, shape (n,)
+        The point in ``variables`` order (float64).
+    variables : tuple
+        The problem's variables.
+    fun : float
+        Objective at ``x`` in the user's sense, evaluated in float64.
+    feasible : bool
+        Every constraint holds at ``x`` in float64 (strict ones strictly, equalities
+        within ``eq_tol``).
+    maxcv : float
+        Largest constraint violation at ``x`` (0 when feasible).
+    violations : ndarray, shape (m,)
+        Violation of each constraint at ``x``.
+    success : bool
+        ``feasible`` and the run ended normally; never True for an infeasible point.
+    status : Status
+    message : str
+    nit : int
+        Generations run.
+    nfev : int
+        Points evaluated, polish and restarts included.
+    seed : int
+        The seed used (drawn at random when ``seed=None``), to reproduce the run.
+    device : str
+    timings : mapping
+        Seconds spent: ``lowering``, ``compile``, ``search``, ``polish``, ``total``.
+    history : History
+    cross_check : CrossCheck or None
+    problem : Problem
+    """
+
+    x: Any
+    x_array: np.ndarray
+    variables: tuple
+    fun: float
+    feasible: bool
+    maxcv: float
+    violations: np.ndarray
+    success: bool
+    status: Status
+    message: str
+    nit: int
+    nfev: int
+    seed: int
+    device: str
+    timings: Any
+    history: History
+    cross_check: Any = None
+    problem: Any = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "x", MappingProxyType(dict(self.x)))
+        object.__setattr__(self, "timings", MappingProxyType(dict(self.timings)))
+        for name in ("x_array", "violations"):
+            arr = np.array(getattr(self, name), dtype=np.float64)
+            arr.setflags(write=False)
+            object.__setattr__(self, name, arr)
+
+    def __repr__(self) -> str:
+        lines = [f"Result(success={self.success}, status={self.status.name})",
+                 f"  message: {self.message}",
+                 f"  fun:     {_fmt(self.fun)}",
+                 f"  feasible: {self.feasible} (maxcv {self.maxcv:.3g})"]
+        if len(self.x_array) <= 12:
+            for s, v in self.x.items():
+                lines.append(f"  {s} = {v if isinstance(v, int) else _fmt(float(v)) if np.ndim(v) == 0 else v}")
+        else:
+            lines.append(f"  x: {len(self.x_array)} values, x_array[:5] = {self.x_array[:5]}")
+        t = ", ".join(f"{k} {v:.3f}s" for k, v in self.timings.items())
+        lines.append(f"  nit {self.nit}, nfev {self.nfev}, seed {self.seed}, device {self.device}")
+        lines.append(f"  timings: {t}")
+        if self.cross_check is not None:
+            lines.append(f"  cross_check: {self.cross_check.verdict}")
+        return "\n".join(lines)
+
+    __str__ = __repr__

@@ -1,0 +1,219 @@
+"""``solve``: problem -> evaluator -> search -> polish -> float64 check -> Result."""
+
+from __future__ import annotations
+
+import math
+import secrets
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from ._errors import OptionError, SolveFailedError
+from ._evaluate import report_numpy
+from ._options import SolveOptions
+from ._problem import Problem
+from ._result import History, Result, Status
+
+__all__ = ["solve", "COMPILE_THRESHOLD"]
+
+#: ``compile="auto"`` compiles the generation step when ``pop_size * n`` reaches this.
+COMPILE_THRESHOLD = 200_000
+
+
+def _seed(seed) -> int:
+    if seed is None:
+        return secrets.randbits(63)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise OptionError(f"seed must be a non-negative integer or None, got {seed!r}")
+    return int(seed)
+
+
+def _compile_choice(compile, work: int) -> bool:
+    if compile == "auto":
+        return work >= COMPILE_THRESHOLD
+    if isinstance(compile, bool):
+        return compile
+    raise OptionError(f"compile must be 'auto', True or False, got {compile!r}")
+
+
+def _point_dict(problem: Problem, x: np.ndarray) -> dict:
+    out = {}
+    for b in problem.layout.blocks:
+        vals = x[b.offset:b.offset + b.size]
+        integer = problem.integer[b.offset]
+        if b.shape == ():
+            out[b.symbol] = int(round(vals[0])) if integer else float(vals[0])
+        else:
+            arr = np.round(vals).astype(np.int64) if integer else vals.copy()
+            out[b.symbol] = arr.reshape(b.shape)
+    return out
+
+
+def check_point(problem: Problem, x: np.ndarray, pvec: np.ndarray):
+    """Float64 objective (user's sense) and per-constraint violations at one point."""
+    f, V = report_numpy(problem, x.reshape(-1, 1), pvec)
+    return float(f[0]), V[:, 0]
+
+
+def _key(problem, f: float, V: np.ndarray):
+    cv = float(np.sum(V)) if V.size else 0.0
+    fmin = -f if problem.maximize else f
+    return (cv, math.inf if math.isnan(fmin) else fmin)
+
+
+def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=False,
+          device="auto", dtype=None, seed=None, compile="auto", cross_check=False,
+          **options) -> Result:
+    """Solve a constrained optimization problem declared with sympy.
+
+    Parameters
+    ----------
+    objective : sympy.Expr or Problem
+        The objective, or a ready :class:`Problem` (then ``constraints``, ``variables``,
+        ``bounds`` and ``maximize`` must be left at their defaults).
+    constraints : sequence of sympy relationals
+        See :class:`Problem`.
+    variables, bounds, maximize
+        See :class:`Problem`.
+    device : str or torch.device
+        ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"`` or ``"cuda:K"``.
+    dtype : torch.dtype or str, optional
+        Working float dtype of the search: float64 by default for small work on CPU,
+        float32 otherwise.  The final point is always checked in float64.
+    seed : int, optional
+        Seed of the random generator; the same seed gives the same result on CPU.
+    compile : "auto", True or False
+        Run the generation step under ``torch.compile``.  ``"auto"`` compiles only when
+        ``pop_size * n >= COMPILE_THRESHOLD``, where the compile time pays for itself.
+    cross_check : bool
+        Also run scipy reference solvers and attach a :class:`CrossCheck`.
+    **options
+        Keyword options of :class:`SolveOptions` (``pop_size``, ``max_generations``,
+        ``max_evals``, ``time_limit``, ``target``, ``polish``, ``eq_tol``,
+        ``parameters``, ``throw``, ...).  Unknown names raise :class:`OptionError`.
+
+    Returns
+    -------
+    Result
+    """
+    import torch
+
+    from ._evaluator import compiled, resolve_device, resolve_dtype
+    from .engine import GAConfig, Termination, make_step, run
+
+    t_start = time.perf_counter()
+    opts = SolveOptions.from_kwargs(options)
+    dev = resolve_device(device)
+    seed = _seed(seed)
+    if isinstance(objective, Problem):
+        if tuple(constraints) or variables is not None or bounds is not None or maximize:
+            raise OptionError("pass constraints, variables, bounds and maximize to Problem(), "
+                              "not to solve(), when the objective is already a Problem")
+        problem = objective
+        t_lower = 0.0
+    else:
+        problem = Problem(objective, constraints, variables=variables, bounds=bounds,
+                          maximize=maximize, parameters=opts.parameters, eq_tol=opts.eq_tol,
+                          default_bound=opts.default_bound)
+        t_lower = time.perf_counter() - t_start
+    pvec = problem.parameter_vector(opts.parameters if isinstance(objective, Problem) else None)
+    n = problem.n
+    S = opts.pop_size or int(min(400, max(60, 20 * n)))
+    S += S % 2
+    wdtype = resolve_dtype(dtype, dev, S * n)
+    use_compile = _compile_choice(compile, S * n)
+    fitness_fn = problem.lowering.functions("torch")["fitness"]
+    cfg = GAConfig(pop_size=S, eta_c=opts.eta_c, eta_m=opts.eta_m,
+                   p_mut=opts.p_mut if opts.p_mut is not None else min(0.5, max(0.05, 1.0 / n)))
+    step_fn = make_step(fitness_fn, cfg.eta_c, cfg.eta_m)
+    if use_compile:
+        step_fn = compiled(step_fn, (problem.source, "ga_step", cfg.eta_c, cfg.eta_m))
+        fit = compiled(fitness_fn, (problem.source, "fitness"))
+    else:
+        fit = fitness_fn
+    P = torch.as_tensor(pvec, dtype=wdtype, device=dev).reshape(-1, 1)
+    tol = torch.tensor(problem.eq_tol, dtype=wdtype, device=dev)
+    lower = torch.as_tensor(problem.lower, dtype=wdtype, device=dev).reshape(-1, 1)
+    upper = torch.as_tensor(problem.upper, dtype=wdtype, device=dev).reshape(-1, 1)
+    integer = torch.as_tensor(problem.integer, device=dev).reshape(-1, 1)
+    gen = torch.Generator(device=dev)
+    gen.manual_seed(seed)
+    target = None
+    if opts.target is not None:
+        target = -opts.target if problem.maximize else opts.target
+    polish_reserve = 0
+    if opts.polish and opts.max_evals is not None:
+        polish_reserve = min(opts.max_evals // 10, 300)
+    term = Termination(
+        max_generations=opts.max_generations or 1000,
+        max_evals=None if opts.max_evals is None else opts.max_evals - polish_reserve,
+        time_limit=opts.time_limit, target=target, stagnation=opts.stagnation,
+        ftol=opts.ftol, check_every=opts.check_every)
+    if opts.max_evals is not None and term.max_evals < S:
+        raise OptionError(f"max_evals={opts.max_evals} is below one population "
+                          f"(pop_size={S}); raise max_evals or lower pop_size")
+
+    compile_s = 0.0
+    if use_compile:  # first call compiles: time it on its own, outside the search clock
+        t0 = time.perf_counter()
+        fit(torch.zeros((n, 2 * S), dtype=wdtype, device=dev), P, tol)
+        compile_s = time.perf_counter() - t0
+
+    def evaluate(X):
+        return fit(X, P, tol)
+
+    def step(pop, rnd):
+        return step_fn(pop, rnd, lower, upper, integer, P, tol)
+
+    out = run(evaluate, step, lower, upper, integer, cfg, term, gen, wdtype)
+    best = out.population.X[:, 0].double().cpu().numpy()
+    f_best, V_best = check_point(problem, best, pvec)
+    nfev = out.nfev
+
+    t_pol = time.perf_counter()
+    if opts.polish and n <= 2000 and out.reason is not Status.UNBOUNDED:
+        from ._polish import polish
+
+        for margin in (1e-9, 1e-6):  # a wider margin if SLSQP ends a hair outside
+            budget = None if opts.max_evals is None else opts.max_evals - nfev
+            cand, used = polish(problem, best, pvec, max_evals=budget, margin=margin)
+            nfev += used
+            f_c, V_c = check_point(problem, cand, pvec)
+            if np.all(V_c == 0):
+                if _key(problem, f_c, V_c) < _key(problem, f_best, V_best):
+                    best, f_best, V_best = cand, f_c, V_c
+                break
+    polish_s = time.perf_counter() - t_pol
+
+    feasible = bool(np.all(V_best == 0))
+    reason = out.reason
+    if not feasible:
+        status = Status.INFEASIBLE
+        message = f"{Status.INFEASIBLE.value} (search ended: {reason.value})"
+    else:
+        status = reason
+        message = reason.value
+    sign = -1.0 if problem.maximize else 1.0
+    hist = History(out.hist_nfev, sign * out.hist_f, out.hist_cv)
+    total = time.perf_counter() - t_start
+    result = Result(
+        x=_point_dict(problem, best), x_array=best, variables=problem.variables,
+        fun=f_best, feasible=feasible, maxcv=float(V_best.max()) if V_best.size else 0.0,
+        violations=V_best, success=feasible and not status.failed, status=status,
+        message=message, nit=out.nit, nfev=nfev, seed=seed, device=str(dev),
+        timings={"lowering": t_lower, "compile": compile_s, "search": out.seconds,
+                 "polish": polish_s, "total": total},
+        history=hist, problem=problem)
+    if cross_check:
+        from ._crosscheck import cross_check as _cc
+
+        t0 = time.perf_counter()
+        cc = _cc(result)
+        timings = dict(result.timings)
+        timings["cross_check"] = time.perf_counter() - t0
+        timings["total"] = time.perf_counter() - t_start
+        result = replace(result, cross_check=cc, timings=timings)
+    if opts.throw and not result.success:
+        raise SolveFailedError(f"solve failed: {result.message}", result)
+    return result

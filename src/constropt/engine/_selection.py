@@ -1,0 +1,28 @@
+"""Tournament selection under feasibility rules."""
+
+from __future__ import annotations
+
+import torch
+
+from ._ranking import better
+
+__all__ = ["tournament"]
+
+
+def tournament(f, cv, idx):
+    """Binary tournaments.
+
+    Parameters
+    ----------
+    f, cv : Tensor, shape (S,)
+        Minimization key and total violation of the population.
+    idx : Tensor of int64, shape (2, K)
+        Random contestants (drawn outside, so the step stays pure).
+
+    Returns
+    -------
+    Tensor of int64, shape (K,)
+        Index of each tournament's winner.
+    """
+    a, b = idx[0], idx[1]
+    return torch.where(better(f[a], cv[a], f[b], cv[b]), a, b)

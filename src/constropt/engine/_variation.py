@@ -1,0 +1,82 @@
+"""Variation operators of the GA, vectorized over a variable-major population.
+
+All operators take their random numbers as tensors (drawn by the caller from a seeded
+generator), so they are pure, deterministic and ``torch.compile``-friendly.  Arrays are
+shaped ``(N, K)``: genes along dim 0, individuals along dim 1; bounds are ``(N, 1)``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["sbx", "polynomial_mutation", "repair"]
+
+
+def sbx(p1, p2, lower, upper, u, do_gene, swap, eta: float):
+    """Simulated binary crossover, bounded variant (Deb and Agrawal 1995).
+
+    Parameters
+    ----------
+    p1, p2 : Tensor, shape (N, K)
+        Parent pairs.
+    lower, upper : Tensor, shape (N, 1)
+    u : Tensor, shape (N, K)
+        Uniform(0, 1) numbers for the spread factor.
+    do_gene : Tensor of bool, shape (N, K)
+        Which genes cross (already combined with the per-pair crossover probability).
+    swap : Tensor of bool, shape (N, K)
+        Which genes exchange children.
+    eta : float
+        Distribution index (larger: children closer to parents).
+
+    Returns
+    -------
+    (Tensor, Tensor), shapes (N, K)
+    """
+    y1, y2 = torch.minimum(p1, p2), torch.maximum(p1, p2)
+    span = y2 - y1
+    ok = do_gene & (span > 1e-14)
+    safe = torch.where(ok, span, torch.ones_like(span))
+    e1 = 1.0 / (eta + 1.0)
+
+    def child(beta):
+        alpha = 2.0 - beta.clamp(min=1.0) ** (-(eta + 1.0))
+        ua = u * alpha
+        bq = torch.where(u <= 1.0 / alpha, ua.clamp(min=0.0) ** e1,
+                         (1.0 / (2.0 - ua).clamp(min=1e-30)) ** e1)
+        return bq
+
+    bq1 = child(1.0 + 2.0 * (y1 - lower) / safe)
+    bq2 = child(1.0 + 2.0 * (upper - y2) / safe)
+    c1 = 0.5 * ((y1 + y2) - bq1 * span)
+    c2 = 0.5 * ((y1 + y2) + bq2 * span)
+    c1 = torch.minimum(torch.maximum(c1, lower), upper)
+    c2 = torch.minimum(torch.maximum(c2, lower), upper)
+    c1, c2 = torch.where(swap, c2, c1), torch.where(swap, c1, c2)
+    return torch.where(ok, c1, p1), torch.where(ok, c2, p2)
+
+
+def polynomial_mutation(y, lower, upper, u, do_gene, eta: float):
+    """Polynomial mutation, bounded variant (Deb and Goyal 1996).
+
+    ``y`` (N, K); ``u`` uniform numbers (N, K); ``do_gene`` which genes mutate.
+    """
+    width = (upper - lower).clamp(min=1e-300)
+    d1 = (y - lower) / width
+    d2 = (upper - y) / width
+    p = 1.0 / (eta + 1.0)
+    lo_branch = u < 0.5
+    xy = torch.where(lo_branch, 1.0 - d1, 1.0 - d2).clamp(min=0.0)
+    val_lo = 2.0 * u + (1.0 - 2.0 * u) * xy ** (eta + 1.0)
+    val_hi = 2.0 * (1.0 - u) + 2.0 * (u - 0.5) * xy ** (eta + 1.0)
+    dq = torch.where(lo_branch, val_lo.clamp(min=0.0) ** p - 1.0,
+                     1.0 - val_hi.clamp(min=0.0) ** p)
+    out = y + dq * width
+    out = torch.minimum(torch.maximum(out, lower), upper)
+    return torch.where(do_gene, out, y)
+
+
+def repair(X, lower, upper, integer):
+    """Clip to the box and round integer genes (``integer`` is a bool (N, 1) mask)."""
+    X = torch.minimum(torch.maximum(X, lower), upper)
+    return torch.where(integer, torch.round(X), X)
