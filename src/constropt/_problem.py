@@ -311,6 +311,8 @@ def _rebuild(objective, constraints, variables, bounds, maximize, parameters, eq
 
 # -- validation helpers ------------------------------------------------------------------
 def _check_objective(obj) -> sp.Expr:
+    if isinstance(obj, sp.Expr) and not isinstance(obj, sp.Rel):
+        return obj  # (a Symbol is also a sympy Boolean: test Expr first)
     if isinstance(obj, bool) or isinstance(obj, (sp.logic.boolalg.Boolean, sp.Rel)):
         raise ProblemError(f"the objective must be a sympy expression, got the relational or "
                            f"boolean {obj!r}; constraints go in the second argument")

@@ -1,0 +1,63 @@
+"""Benchmark collection of published constrained optimization problems.
+
+Every problem is declared in sympy and carries its published optimum (or best
+known value), a best known point and its source, in a :class:`BenchmarkProblem`
+record; :meth:`BenchmarkProblem.problem` turns it into a
+:class:`constropt.Problem`.
+
+The collection
+--------------
+CEC 2006 (``"G01"`` ... ``"G24"``, without ``"G20"``)
+    The 24 problems of the CEC 2006 special session on constrained
+    real-parameter optimization: Liang, J. J., Runarsson, T. P.,
+    Mezura-Montes, E., Clerc, M., Suganthan, P. N., Coello Coello, C. A. and
+    Deb, K. (2006). *Problem Definitions and Evaluation Criteria for the CEC
+    2006 Special Session on Constrained Real-Parameter Optimization.*
+    Technical report, Nanyang Technological University, Singapore. The
+    definitions, bounds, f(x*) and x* are the report's, cross-checked against
+    the organizers' C code. An equality counts as satisfied when
+    ``|h(x)| <= 1e-4`` (``eq_tol``), as in the report: several published x*
+    (G03, G05, G11, G13-G15, G17, G21-G23) rely on that tolerance, and so
+    G03's and G11's f* lie slightly below their exact optima.
+
+    G20 is left out: no feasible point of it is known, and the report's x*
+    (f = 0.2049794002) violates its inequalities, so it cannot serve as a
+    verified optimum. ``get("G20")`` raises :class:`~constropt.ProblemError`
+    and says so. G22 is included: its x* (a best known value, not an
+    optimum) meets every constraint within the report's tolerances.
+
+Engineering design
+    ``"welded_beam"``, ``"pressure_vessel"``, ``"tension_compression_spring"``
+    and ``"speed_reducer"``: the welded beam in Coello Coello's (2000)
+    seven-constraint form (f* = 1.7248523); the pressure vessel of Sandgren
+    (1990) and Kannan and Kramer (1994) with whole plates of 0.0625 in
+    (integer variables, f* = 6059.714335); the tension/compression spring of
+    Belegundu (1982) (f* = 0.012665233); Golinski's (1973) speed reducer with
+    an integer number of teeth (f* = 2994.4710661).
+
+Each record's ``source`` gives the full citation, the form used where the
+literature has several, and any erratum found while checking the published
+values. ``x_star`` satisfies every constraint: inequalities to within
+``x_star_tol`` (relative to the size of their terms, for the digits to which
+x* is printed) and equalities to within ``eq_tol`` (up to the rounding of the
+printed digits); the objective at ``x_star`` matches ``f_star`` to at least
+1e-4 relative (1e-9 for all but G17, see its ``source``).
+
+Examples
+--------
+>>> from constropt import benchmarks
+>>> benchmarks.names()[:3]
+('G01', 'G02', 'G03')
+>>> g07 = benchmarks.get("g07")
+>>> g07.f_star
+24.30620906818
+>>> [p.name for p in benchmarks.collection(("engineering", "mixed-integer"))]
+['pressure_vessel', 'speed_reducer']
+"""
+
+from __future__ import annotations
+
+from . import _cec2006, _cec2006_g13_g24, _engineering  # noqa: F401  (registration order)
+from ._base import BenchmarkProblem, collection, get, names
+
+__all__ = ["BenchmarkProblem", "names", "get", "collection"]
