@@ -7,6 +7,7 @@ exact derivatives and cross-checked against scipy.
 >>> res = constropt.solve((x - 1)**2 + (y - 2)**2, [x + y <= 2], seed=0)  # doctest: +SKIP
 """
 
+from ._crosscheck import CrossCheck, ReferenceRun, Verdict, cross_check
 from ._errors import (CheckpointError, ConstroptError, DeviceError, OptionError, ParseError,
                       ProblemError, SolveFailedError, UnsupportedExpressionError)
 from ._options import SolveOptions
@@ -17,7 +18,7 @@ from ._solve import solve
 __version__ = "0.1.0"
 
 __all__ = [
-    "solve", "Problem", "Evaluation", "Result", "Status", "History", "SolveOptions",
+    "solve", "cross_check", "CrossCheck", "ReferenceRun", "Verdict", "Problem", "Evaluation", "Result", "Status", "History", "SolveOptions",
     "ConstroptError", "ProblemError", "UnsupportedExpressionError", "OptionError",
     "DeviceError", "ParseError", "CheckpointError", "SolveFailedError", "BoundsWarning",
     "DEFAULT_BOUND", "__version__",

@@ -142,3 +142,30 @@ class Result:
         return "\n".join(lines)
 
     __str__ = __repr__
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict of every field (symbols as strings, arrays as lists)."""
+
+        def value(v):
+            return np.asarray(v).tolist() if np.ndim(v) else v
+
+        cc = None
+        if self.cross_check is not None:
+            c = self.cross_check
+            cc = {"verdict": c.verdict.name.lower(), "message": c.verdict.value,
+                  "rtol": c.rtol, "reference_fun": c.reference_fun, "difference": c.difference,
+                  "runs": [{"method": r.method, "fun": r.fun, "feasible": r.feasible,
+                            "maxcv": r.maxcv, "nfev": r.nfev, "seconds": r.seconds,
+                            "x": np.asarray(r.x).tolist()} for r in c.runs]}
+        return {
+            "x": {str(k): value(v) for k, v in self.x.items()},
+            "x_array": self.x_array.tolist(), "variables": [str(v) for v in self.variables],
+            "fun": self.fun, "feasible": self.feasible, "maxcv": self.maxcv,
+            "violations": self.violations.tolist(), "success": self.success,
+            "status": self.status.name.lower(), "message": self.message, "nit": self.nit,
+            "nfev": self.nfev, "seed": self.seed, "device": self.device,
+            "timings": dict(self.timings),
+            "history": {"nfev": self.history.nfev.tolist(), "fun": self.history.fun.tolist(),
+                        "cv": self.history.cv.tolist()},
+            "cross_check": cc,
+        }

@@ -175,7 +175,7 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
     if opts.polish and n <= 2000 and out.reason is not Status.UNBOUNDED:
         from ._polish import polish
 
-        for margin in (1e-9, 1e-6):  # a wider margin if SLSQP ends a hair outside
+        for margin in (0.0, 1e-9, 1e-6):  # a margin if SLSQP ends a hair outside
             budget = None if opts.max_evals is None else opts.max_evals - nfev
             cand, used = polish(problem, best, pvec, max_evals=budget, margin=margin)
             nfev += used

@@ -35,6 +35,10 @@ Engineering design
     Belegundu (1982) (f* = 0.012665233); Golinski's (1973) speed reducer with
     an integer number of teeth (f* = 2994.4710661).
 
+The original experiment
+    ``"blog_example2"`` and ``"blog_example3"``: the two constrained examples of the
+    blog post constropt grew out of, in its search box ``[-25, 25]``.
+
 Each record's ``source`` gives the full citation, the form used where the
 literature has several, and any erratum found while checking the published
 values. ``x_star`` satisfies every constraint: inequalities to within
@@ -47,7 +51,7 @@ Examples
 --------
 >>> from constropt import benchmarks
 >>> benchmarks.names()[:3]
-('G01', 'G02', 'G03')
+('blog_example2', 'blog_example3', 'G01')
 >>> g07 = benchmarks.get("g07")
 >>> g07.f_star
 24.30620906818
@@ -57,7 +61,7 @@ Examples
 
 from __future__ import annotations
 
-from . import _cec2006, _cec2006_g13_g24, _engineering  # noqa: F401  (registration order)
+from . import _blog, _cec2006, _cec2006_g13_g24, _engineering  # noqa: F401  (registration order)
 from ._base import BenchmarkProblem, collection, get, names
 
 __all__ = ["BenchmarkProblem", "names", "get", "collection"]

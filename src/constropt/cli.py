@@ -1,0 +1,162 @@
+"""The ``constropt`` command line.
+
+Commands: ``solve FILE`` (a TOML/YAML problem file), ``check FILE`` (solve plus the
+scipy cross-check), ``demo`` (the original experiment's examples) and ``bench`` (the
+quick benchmark table).
+
+Exit codes: 0 solved; 3 no feasible point found; 4 another failure (unbounded,
+interrupted); 2 bad input (a problem file or option constropt rejects, or a usage
+error).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import warnings
+
+import click
+
+EXIT_OK, EXIT_BAD_INPUT, EXIT_INFEASIBLE, EXIT_FAILED = 0, 2, 3, 4
+
+__all__ = ["main", "EXIT_OK", "EXIT_BAD_INPUT", "EXIT_INFEASIBLE", "EXIT_FAILED"]
+
+
+def _clean(obj):
+    """Non-finite floats -> None, so the JSON output is strict JSON."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def _exit_code(result) -> int:
+    from ._result import Status
+
+    if result.success:
+        return EXIT_OK
+    return EXIT_INFEASIBLE if result.status is Status.INFEASIBLE else EXIT_FAILED
+
+
+def _emit(result, as_json: bool, plot: str | None) -> None:
+    if as_json:
+        click.echo(json.dumps(_clean(result.to_dict()), indent=2))
+    else:
+        click.echo(repr(result))
+        if result.cross_check is not None:
+            click.echo("")
+            click.echo(result.cross_check.table())
+    if plot:
+        result.plot(plot)
+
+
+_common = [
+    click.option("--device", default="auto", show_default=True,
+                 help="'auto', 'cpu', 'cuda' or 'cuda:K'."),
+    click.option("--seed", type=int, default=None, help="Random seed (reproducible runs)."),
+    click.option("--max-evals", type=int, default=None, help="Evaluation budget."),
+    click.option("--time-limit", type=float, default=None, help="Seconds of search."),
+    click.option("--pop-size", type=int, default=None, help="Population size."),
+    click.option("--json", "as_json", is_flag=True, help="Print the full result as JSON."),
+    click.option("--plot", type=click.Path(dir_okay=False), default=None,
+                 help="Write a convergence plot (PNG) to this file."),
+]
+
+
+def _with_common(f):
+    for opt in reversed(_common):
+        f = opt(f)
+    return f
+
+
+def _solve_file(path, cross, device, seed, max_evals, time_limit, pop_size):
+    from . import solve
+    from .files import load_problem
+
+    spec = load_problem(path)
+    options = dict(spec.options)
+    for key, val in (("max_evals", max_evals), ("time_limit", time_limit),
+                     ("pop_size", pop_size)):
+        if val is not None:
+            options[key] = val
+    if seed is not None:
+        options["seed"] = seed
+    options.setdefault("device", device)
+    options["cross_check"] = cross or options.get("cross_check", False)
+    return solve(spec.to_problem(), **options)
+
+
+class _Group(click.Group):
+    """Maps constropt's own errors to a one-line message and exit code 2."""
+
+    def invoke(self, ctx):
+        from ._errors import ConstroptError
+
+        try:
+            return super().invoke(ctx)
+        except ConstroptError as exc:
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(EXIT_BAD_INPUT)
+
+
+@click.group(cls=_Group)
+@click.version_option(package_name="constropt")
+def main() -> None:
+    """constropt: constrained optimization declared in sympy, solved on CPU or CUDA."""
+
+
+@main.command("solve")
+@click.argument("problem_file", type=click.Path(exists=True, dir_okay=False))
+@_with_common
+def solve_cmd(problem_file, device, seed, max_evals, time_limit, pop_size, as_json, plot):
+    """Solve the problem described in PROBLEM_FILE (.toml, .yaml)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = _solve_file(problem_file, False, device, seed, max_evals, time_limit, pop_size)
+    _emit(res, as_json, plot)
+    sys.exit(_exit_code(res))
+
+
+@main.command("check")
+@click.argument("problem_file", type=click.Path(exists=True, dir_okay=False))
+@_with_common
+def check_cmd(problem_file, device, seed, max_evals, time_limit, pop_size, as_json, plot):
+    """Solve PROBLEM_FILE and cross-check the answer against scipy."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = _solve_file(problem_file, True, device, seed, max_evals, time_limit, pop_size)
+    _emit(res, as_json, plot)
+    code = _exit_code(res)
+    if code == EXIT_OK and not res.cross_check.agrees:
+        code = EXIT_FAILED
+    sys.exit(code)
+
+
+@main.command("demo")
+@click.option("--device", default="cpu", show_default=True, help="'cpu', 'cuda' or 'auto'.")
+@click.option("--seed", type=int, default=0, show_default=True)
+def demo_cmd(device, seed):
+    """Solve the original experiment's two constrained examples, with the cross-check."""
+    from ._demo import run_demo
+
+    ok = run_demo(device=device, seed=seed, echo=click.echo)
+    sys.exit(EXIT_OK if ok else EXIT_FAILED)
+
+
+@main.command("bench")
+@click.option("--device", default="cpu", show_default=True)
+@click.option("--repeats", type=int, default=5, show_default=True)
+@click.option("--population", type=int, default=900_000, show_default=True)
+def bench_cmd(device, repeats, population):
+    """The quick benchmark table: evaluator speed on the blog's examples."""
+    from ._quickbench import quick_table
+
+    click.echo(quick_table(device=device, repeats=repeats, population=population))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
