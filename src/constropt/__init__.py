@@ -12,13 +12,14 @@ from ._errors import (CheckpointError, ConstroptError, DeviceError, OptionError,
                       ProblemError, SolveFailedError, UnsupportedExpressionError)
 from ._options import SolveOptions
 from ._problem import DEFAULT_BOUND, BoundsWarning, Evaluation, Problem
+from ._progress import Progress
 from ._result import History, Result, Status
 from ._solve import solve
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "solve", "cross_check", "CrossCheck", "ReferenceRun", "Verdict", "Problem", "Evaluation", "Result", "Status", "History", "SolveOptions",
+    "solve", "cross_check", "CrossCheck", "ReferenceRun", "Verdict", "Problem", "Evaluation", "Result", "Status", "History", "SolveOptions", "Progress",
     "ConstroptError", "ProblemError", "UnsupportedExpressionError", "OptionError",
     "DeviceError", "ParseError", "CheckpointError", "SolveFailedError", "BoundsWarning",
     "DEFAULT_BOUND", "__version__",

@@ -44,9 +44,14 @@ class SolveOptions:
     default_bound : float
         Default half-width for unbounded variable sides (see :class:`Problem`).
     p_mut : float or None
-        Per-gene mutation probability; default ``1 / n`` (at least 0.05... at most 0.5).
+        Per-gene mutation probability; default ``1 / n`` clipped to [0.05, 0.5].
     eta_c, eta_m : float
         SBX and mutation distribution indices.
+    progress : bool or None
+        Live one-line display on stderr; None (default): only when stderr is a terminal.
+    callback : callable or None
+        ``callback(state: Progress) -> bool | None`` every ``check_every`` generations;
+        returning True stops the run (status ``CALLBACK``).
     """
 
     pop_size: int | None = None
@@ -65,6 +70,8 @@ class SolveOptions:
     p_mut: float | None = None
     eta_c: float = 15.0
     eta_m: float = 20.0
+    progress: bool | None = None
+    callback: object = None
 
     @classmethod
     def from_kwargs(cls, kwargs: dict) -> SolveOptions:
@@ -105,6 +112,10 @@ class SolveOptions:
         if self.p_mut is not None and not (isinstance(self.p_mut, (int, float))
                                            and 0 <= self.p_mut <= 1):
             raise OptionError(f"p_mut must be in [0, 1], got {self.p_mut!r}")
+        if self.progress is not None and not isinstance(self.progress, bool):
+            raise OptionError(f"progress must be True, False or None, got {self.progress!r}")
+        if self.callback is not None and not callable(self.callback):
+            raise OptionError(f"callback must be callable, got {self.callback!r}")
         for name in ("polish", "throw"):
             if not isinstance(getattr(self, name), bool):
                 raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}")

@@ -166,13 +166,20 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
     def step(pop, rnd):
         return step_fn(pop, rnd, lower, upper, integer, P, tol)
 
-    out = run(evaluate, step, lower, upper, integer, cfg, term, gen, wdtype)
+    from ._progress import make_monitor
+
+    monitor = make_monitor(problem.maximize, opts.progress, opts.callback)
+    try:
+        out = run(evaluate, step, lower, upper, integer, cfg, term, gen, wdtype, monitor)
+    finally:
+        if monitor is not None:
+            monitor.finish()
     best = out.population.X[:, 0].double().cpu().numpy()
     f_best, V_best = check_point(problem, best, pvec)
     nfev = out.nfev
 
     t_pol = time.perf_counter()
-    if opts.polish and n <= 2000 and out.reason is not Status.UNBOUNDED:
+    if opts.polish and n <= 2000 and out.reason not in (Status.UNBOUNDED, Status.INTERRUPTED):
         from ._polish import polish
 
         for margin in (0.0, 1e-9, 1e-6):  # a margin if SLSQP ends a hair outside
@@ -188,7 +195,9 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
 
     feasible = bool(np.all(V_best == 0))
     reason = out.reason
-    if not feasible:
+    if reason is Status.INTERRUPTED:
+        status, message = reason, reason.value
+    elif not feasible:
         status = Status.INFEASIBLE
         message = f"{Status.INFEASIBLE.value} (search ended: {reason.value})"
     else:

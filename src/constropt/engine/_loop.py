@@ -57,7 +57,7 @@ def _improved(f_new, cv_new, f_old, cv_old, ftol) -> bool:
 
 
 def run(evaluate, step, lower, upper, integer, cfg: _ga.GAConfig, term: Termination,
-        gen: torch.Generator, dtype, callback=None) -> Outcome:
+        gen: torch.Generator, dtype, monitor=None) -> Outcome:
     """Run the GA until a termination criterion holds.
 
     Parameters
@@ -72,8 +72,12 @@ def run(evaluate, step, lower, upper, integer, cfg: _ga.GAConfig, term: Terminat
     term : Termination
     gen : torch.Generator
         Seeded generator on the population's device.
-    callback : callable, optional
-        ``callback(generation, nfev, best_f, best_cv) -> bool``; True stops the run.
+    monitor : callable, optional
+        ``monitor(generation, nfev, population, elapsed) -> bool``, called at every check
+        point (every ``check_every`` generations); True stops the run.
+
+    A ``KeyboardInterrupt`` during the loop ends it with status ``INTERRUPTED`` and the
+    population of the last completed generation (a second one propagates as usual).
     """
     t0 = time.perf_counter()
     S, n = cfg.pop_size, lower.shape[0]
@@ -82,43 +86,45 @@ def run(evaluate, step, lower, upper, integer, cfg: _ga.GAConfig, term: Terminat
     pop = _ga.survive(X, f, cv, S)
     nfev = S
     G = term.max_generations
-    hist = torch.empty((G + 1, 2), dtype=dtype, device=lower.device)
+    hist = torch.full((G + 1, 2), math.nan, dtype=dtype, device=lower.device)
     hist[0, 0], hist[0, 1] = pop.f[0], pop.cv[0]
     best_f, best_cv = float(pop.f[0]), float(pop.cv[0])
     quiet = 0
     reason = Status.MAX_GENERATIONS
     nit = 0
-    for g in range(1, G + 1):
-        if term.max_evals is not None and nfev + S > term.max_evals:
-            reason = Status.MAX_EVALS
-            break
-        rnd = _ga.draw(gen, cfg, n, lower.device, dtype)
-        pop = step(pop, rnd)
-        nfev += S
-        nit = g
-        hist[g, 0], hist[g, 1] = pop.f[0], pop.cv[0]
-        if term.time_limit is not None and time.perf_counter() - t0 >= term.time_limit:
-            reason = Status.TIME_LIMIT
-            break
-        if g % term.check_every == 0 or g == G:
-            f_now, cv_now = float(pop.f[0]), float(pop.cv[0])  # the only sync point
-            if _improved(f_now, cv_now, best_f, best_cv, term.ftol):
-                quiet = 0
-            else:
-                quiet += term.check_every
-            best_f, best_cv = f_now, cv_now
-            if term.target is not None and cv_now == 0 and f_now <= term.target:
-                reason = Status.TARGET
+    try:
+        for g in range(1, G + 1):
+            if term.max_evals is not None and nfev + S > term.max_evals:
+                reason = Status.MAX_EVALS
                 break
-            if cv_now == 0 and f_now == -math.inf:
-                reason = Status.UNBOUNDED
+            rnd = _ga.draw(gen, cfg, n, lower.device, dtype)
+            new = step(pop, rnd)
+            pop, nfev, nit = new, nfev + S, g
+            hist[g, 0], hist[g, 1] = pop.f[0], pop.cv[0]
+            if term.time_limit is not None and time.perf_counter() - t0 >= term.time_limit:
+                reason = Status.TIME_LIMIT
                 break
-            if callback is not None and callback(g, nfev, f_now, cv_now):
-                reason = Status.CALLBACK
-                break
-            if quiet >= term.stagnation:
-                reason = Status.CONVERGED
-                break
+            if g % term.check_every == 0 or g == G:
+                f_now, cv_now = float(pop.f[0]), float(pop.cv[0])  # the only sync point
+                if _improved(f_now, cv_now, best_f, best_cv, term.ftol):
+                    quiet = 0
+                else:
+                    quiet += term.check_every
+                best_f, best_cv = f_now, cv_now
+                if term.target is not None and cv_now == 0 and f_now <= term.target:
+                    reason = Status.TARGET
+                    break
+                if cv_now == 0 and f_now == -math.inf:
+                    reason = Status.UNBOUNDED
+                    break
+                if monitor is not None and monitor(g, nfev, pop, time.perf_counter() - t0):
+                    reason = Status.CALLBACK
+                    break
+                if quiet >= term.stagnation:
+                    reason = Status.CONVERGED
+                    break
+    except KeyboardInterrupt:
+        reason = Status.INTERRUPTED
     h = hist[: nit + 1].double().cpu().numpy()
     hist_nfev = S + S * np.arange(nit + 1)
     return Outcome(pop, nit, nfev, reason, hist_nfev, h[:, 0], h[:, 1],
