@@ -1,0 +1,78 @@
+"""Reading TOML and YAML problem files into plain Python data, with positioned errors."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import tomllib
+
+from constropt._errors import ParseError
+
+__all__ = ["read_toml", "read_yaml", "MAX_FILE_BYTES"]
+
+#: Problem files larger than this are refused before parsing.
+MAX_FILE_BYTES = 10 * 1024 * 1024
+
+_TOML_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
+_YAML_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
+
+
+def read_toml(text: str, source: str) -> Any:
+    """Parse TOML text; a syntax error becomes a ParseError naming ``source``."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        match = _TOML_AT.search(message)
+        lineno = col = None
+        if match:
+            message = message[: match.start()]
+            lineno, col = int(match.group(1)), int(match.group(2)) - 1
+        raise ParseError(f"{source}: invalid TOML: {message}", text=text,
+                         lineno=lineno, col_offset=col) from None
+
+
+def _yaml_loader(yaml):
+    """A SafeLoader that rejects duplicate keys and reads ``1e-4`` as a float."""
+
+    class Loader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            seen = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    duplicate = key in seen
+                except TypeError:  # unhashable key: let SafeLoader report it
+                    continue
+                if duplicate:
+                    mark = key_node.start_mark
+                    raise ParseError(f"duplicate key {key!r}", lineno=mark.line + 1,
+                                     col_offset=mark.column)
+                seen[key] = True
+            return super().construct_mapping(node, deep=deep)
+
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float", _YAML_FLOAT, list("-+0123456789."))
+    return Loader
+
+
+def read_yaml(text: str, source: str) -> Any:
+    """Parse YAML text safely (never ``yaml.load`` with a full loader).
+
+    PyYAML is an optional dependency and is imported only here.
+    """
+    try:
+        import yaml
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise ParseError(f"{source}: reading YAML problem files needs PyYAML "
+                         "(pip install pyyaml); TOML files need nothing extra") from None
+    try:
+        return yaml.load(text, Loader=_yaml_loader(yaml))  # noqa: S506 - a SafeLoader subclass
+    except ParseError as exc:
+        raise ParseError(f"{source}: invalid YAML: {exc.args[0]}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ParseError(f"{source}: invalid YAML: {problem}", text=text,
+                         lineno=mark.line + 1 if mark else None,
+                         col_offset=mark.column if mark else None) from None
