@@ -1,0 +1,74 @@
+"""Honest results and robustness: unbounded and constant objectives, Ctrl-C, processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+import sympy as sp
+
+import constropt
+from constropt import Status
+
+x, y = sp.symbols("x y")
+ENV = {**os.environ, "PYTHONPATH": os.path.join(os.path.dirname(__file__), "..", "src")}
+
+
+def test_unbounded_objective_is_reported():
+    res = constropt.solve(-1 / x, [x > 0], bounds={x: (-1, 1)}, seed=0)
+    assert res.status is Status.UNBOUNDED and res.success is False
+    assert "unbounded" in res.message and res.feasible
+
+
+def test_bounded_objective_near_a_boundary_is_not_called_unbounded():
+    res = constropt.solve(x, bounds={x: (-1, 1)}, seed=0)
+    assert res.status is Status.CONVERGED and res.fun == pytest.approx(-1.0)
+
+
+def test_constant_objective_returns_a_feasible_point_and_says_so():
+    res = constropt.solve(sp.Integer(3), [x + y <= 1], bounds={x: (-1, 1), y: (-1, 1)}, seed=0)
+    assert res.success and res.fun == 3.0 and res.x[x] + res.x[y] <= 1
+    assert "objective is constant" in res.message
+
+
+_SCRIPT = textwrap.dedent("""
+    import json, sys, sympy as sp, constropt
+    x, y = sp.symbols("x y")
+    f = sp.sin(3 * x) * sp.cos(2 * y) + 0.1 * (x**2 + y**2)
+    print("ready", flush=True)
+    res = constropt.solve(f, [x + y <= 1], bounds={x: (-5, 5), y: (-5, 5)}, seed=int(sys.argv[1]),
+                          max_generations=int(sys.argv[2]), stagnation=10**9, polish=False)
+    print(json.dumps({"status": res.status.name, "x": list(res.x_array), "fun": res.fun,
+                      "nit": res.nit, "feasible": res.feasible}), flush=True)
+""")
+
+
+def _run(seed, gens):
+    out = subprocess.run([sys.executable, "-c", _SCRIPT, str(seed), str(gens)], env=ENV,
+                         capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def test_same_seed_same_result_across_processes():
+    a, b = _run(3, 40), _run(3, 40)
+    assert a == b
+    c = _run(4, 40)
+    assert c["x"] != a["x"]
+
+
+def test_ctrl_c_returns_the_best_so_far():
+    proc = subprocess.Popen([sys.executable, "-c", _SCRIPT, "0", str(10**7)], env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(3.0)  # let it run some generations
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    got = json.loads(out.splitlines()[-1])
+    assert got["status"] == "INTERRUPTED" and got["nit"] > 0 and got["feasible"]
