@@ -16,11 +16,13 @@ from ._progress import Progress
 from ._result import History, Result, Status
 from ._solve import solve
 
+from . import benchmarks, files
+
 __version__ = "0.1.0"
 
 __all__ = [
     "solve", "cross_check", "CrossCheck", "ReferenceRun", "Verdict", "Problem", "Evaluation", "Result", "Status", "History", "SolveOptions", "Progress",
     "ConstroptError", "ProblemError", "UnsupportedExpressionError", "OptionError",
     "DeviceError", "ParseError", "CheckpointError", "SolveFailedError", "BoundsWarning",
-    "DEFAULT_BOUND", "__version__",
+    "DEFAULT_BOUND", "benchmarks", "files", "__version__",
 ]

@@ -74,6 +74,16 @@ def _with_common(f):
 
 
 def _solve_file(path, cross, device, seed, max_evals, time_limit, pop_size):
+    """Load, solve; warnings (a default box, say) go to stderr as one line each."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = _solve_file_quiet(path, cross, device, seed, max_evals, time_limit, pop_size)
+    for w in caught:
+        click.echo(f"warning: {w.message}", err=True)
+    return res
+
+
+def _solve_file_quiet(path, cross, device, seed, max_evals, time_limit, pop_size):
     from . import solve
     from .files import load_problem
 
@@ -104,7 +114,7 @@ class _Group(click.Group):
 
 
 @click.group(cls=_Group)
-@click.version_option(package_name="constropt")
+@click.version_option(version=__import__("constropt").__version__, prog_name="constropt")
 def main() -> None:
     """constropt: constrained optimization declared in sympy, solved on CPU or CUDA."""
 
@@ -114,9 +124,7 @@ def main() -> None:
 @_with_common
 def solve_cmd(problem_file, device, seed, max_evals, time_limit, pop_size, as_json, plot):
     """Solve the problem described in PROBLEM_FILE (.toml, .yaml)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = _solve_file(problem_file, False, device, seed, max_evals, time_limit, pop_size)
+    res = _solve_file(problem_file, False, device, seed, max_evals, time_limit, pop_size)
     _emit(res, as_json, plot)
     sys.exit(_exit_code(res))
 
@@ -126,9 +134,7 @@ def solve_cmd(problem_file, device, seed, max_evals, time_limit, pop_size, as_js
 @_with_common
 def check_cmd(problem_file, device, seed, max_evals, time_limit, pop_size, as_json, plot):
     """Solve PROBLEM_FILE and cross-check the answer against scipy."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = _solve_file(problem_file, True, device, seed, max_evals, time_limit, pop_size)
+    res = _solve_file(problem_file, True, device, seed, max_evals, time_limit, pop_size)
     _emit(res, as_json, plot)
     code = _exit_code(res)
     if code == EXIT_OK and not res.cross_check.agrees:
