@@ -41,9 +41,12 @@ _SCRIPT = textwrap.dedent("""
     import json, sys, sympy as sp, constropt
     x, y = sp.symbols("x y")
     f = sp.sin(3 * x) * sp.cos(2 * y) + 0.1 * (x**2 + y**2)
-    print("ready", flush=True)
+    def cb(state):  # tells the parent that the loop is running
+        if state.generation == 10:
+            print("running", flush=True)
     res = constropt.solve(f, [x + y <= 1], bounds={x: (-5, 5), y: (-5, 5)}, seed=int(sys.argv[1]),
-                          max_generations=int(sys.argv[2]), stagnation=10**9, polish=False)
+                          max_generations=int(sys.argv[2]), stagnation=10**9, polish=False,
+                          callback=cb)
     print(json.dumps({"status": res.status.name, "x": list(res.x_array), "fun": res.fun,
                       "nit": res.nit, "feasible": res.feasible}), flush=True)
 """)
@@ -52,7 +55,9 @@ _SCRIPT = textwrap.dedent("""
 def _run(seed, gens):
     out = subprocess.run([sys.executable, "-c", _SCRIPT, str(seed), str(gens)], env=ENV,
                          capture_output=True, text=True, timeout=120, check=True)
-    return json.loads(out.stdout.splitlines()[-1])
+    lines = out.stdout.splitlines()
+    assert lines[0] == "running"
+    return json.loads(lines[-1])
 
 
 def test_same_seed_same_result_across_processes():
@@ -65,8 +70,8 @@ def test_same_seed_same_result_across_processes():
 def test_ctrl_c_returns_the_best_so_far():
     proc = subprocess.Popen([sys.executable, "-c", _SCRIPT, "0", str(10**7)], env=ENV,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stdout.readline().strip() == "ready"
-    time.sleep(3.0)  # let it run some generations
+    assert proc.stdout.readline().strip() == "running"
+    time.sleep(1.0)  # let it run some more generations
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err

@@ -109,8 +109,12 @@ def test_equality_constraint_within_tolerance():
     res = constropt.solve(x**2 + y**2, [sp.Eq(x + y, 1)], bounds={x: (-3, 3), y: (-3, 3)},
                           seed=0)
     assert res.success
-    assert res.fun == pytest.approx(0.5, abs=1e-6)
+    # feasible means |x + y - 1| <= eq_tol: the optimum uses the tolerance
+    assert res.fun == pytest.approx((1 - 1e-4) ** 2 / 2, abs=1e-7)
     assert abs(res.x[x] + res.x[y] - 1) <= 1e-4
+    tight = constropt.solve(x**2 + y**2, [sp.Eq(x + y, 1)], bounds={x: (-3, 3), y: (-3, 3)},
+                            seed=0, eq_tol=1e-9)
+    assert tight.fun == pytest.approx(0.5, abs=1e-8)
 
 
 def test_parameters_change_without_new_code():

@@ -1,7 +1,9 @@
 """Polish: local refinement of the search's best point with scipy's SLSQP.
 
 Objective, constraint leaves and their exact derivatives come from the generated code
-(NumPy backend, float64).  Integer genes are held fixed.  Inequalities are tightened
+(NumPy backend, float64).  Integer genes are held fixed.  An equality ``h == 0`` is the
+band ``|h| <= eq_tol`` (the feasible set's own definition), so the polished point may use
+the whole tolerance; pass a smaller ``eq_tol`` for tighter equalities.  Inequalities are tightened
 by a small margin (SLSQP may end a hair outside an active constraint), so the polished
 point satisfies them, strict ones strictly.  Leaves
 under an ``Or`` are left out (SLSQP needs a conjunction); the caller accepts the polished
@@ -97,23 +99,26 @@ def scipy_functions(problem, pvec, free, x_fixed, counter: Counter, margin=STRIC
     leaves = problem.leaves
     kinds = np.array([lf.kind for lf in leaves])
     conj = np.array(conjunctive_leaves(problem), dtype=int)
+    band = max(0.0, problem.eq_tol * (1.0 - 1e-3) - margin)
     for kind in ("eq", "le", "lt"):
         idx = conj[kinds[conj] == kind] if conj.size else conj
         if idx.size == 0:
             continue
-        shift = 0.0 if kind == "eq" else margin
+        if kind == "eq":  # |h| <= eq_tol, the feasible set's own definition, as two sides
+            for side in (1.0, -1.0):
+                d = {"type": "ineq",
+                     "fun": lambda z, idx=idx, side=side: band - side * values(z)[1][idx]}
+                if deriv is not None:
+                    d["jac"] = lambda z, idx=idx, side=side: -side * derivs(z)[1][idx]
+                cons.append(d)
+            continue
 
-        def cfun(z, idx=idx, shift=shift, kind=kind):
-            c = values(z)[1][idx]
-            return c if kind == "eq" else -c - shift
+        def cfun(z, idx=idx):
+            return -values(z)[1][idx] - margin
 
-        def cjac(z, idx=idx, kind=kind):
-            J = derivs(z)[1][idx]
-            return J if kind == "eq" else -J
-
-        d = {"type": "eq" if kind == "eq" else "ineq", "fun": cfun}
+        d = {"type": "ineq", "fun": cfun}
         if deriv is not None:
-            d["jac"] = cjac
+            d["jac"] = lambda z, idx=idx: -derivs(z)[1][idx]
         cons.append(d)
     return fun, jac, cons
 

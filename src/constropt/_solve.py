@@ -115,6 +115,36 @@ def _key(problem, f: float, V: np.ndarray):
     return (cv, math.inf if math.isnan(fmin) else fmin)
 
 
+def _polish_stage(problem, out, best, f_best, V_best, pvec, max_evals, nfev,
+                  starts: int = 3):
+    """SLSQP from the best point and from other distinct good points of the last
+    population; keep the best feasible result.  Returns ``(x, f, V, nfev)``."""
+    from ._polish import polish
+
+    pop = out.population.X.double().cpu().numpy()
+    cands = [best]
+    for j in range(pop.shape[1]):
+        if len(cands) >= starts:
+            break
+        p = pop[:, j]
+        scale = np.maximum(problem.upper - problem.lower, 1e-12)
+        if all(np.max(np.abs(p - c) / scale) > 1e-3 for c in cands):
+            cands.append(p)
+    for start in cands:
+        for margin in (0.0, 1e-9, 1e-6):  # a margin if SLSQP ends a hair outside
+            budget = None if max_evals is None else max_evals - nfev
+            if budget is not None and budget < 10:
+                return best, f_best, V_best, nfev
+            cand, used = polish(problem, start, pvec, max_evals=budget, margin=margin)
+            nfev += used
+            f_c, V_c = check_point(problem, cand, pvec)
+            if np.all(V_c == 0):
+                if _key(problem, f_c, V_c) < _key(problem, f_best, V_best):
+                    best, f_best, V_best = cand, f_c, V_c
+                break
+    return best, f_best, V_best, nfev
+
+
 def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=False,
           device="auto", dtype=None, seed=None, compile="auto", cross_check=False,
           **options) -> Result:
@@ -150,10 +180,8 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
     -------
     Result
     """
-    import torch
-
-    from ._evaluator import compiled, resolve_device, resolve_dtype
-    from .engine import GAConfig, Termination, make_step, run
+    from ._evaluator import resolve_device, resolve_dtype
+    from ._search import default_pop_size, run_search
 
     t_start = time.perf_counter()
     opts = SolveOptions.from_kwargs(options)
@@ -172,78 +200,19 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
         t_lower = time.perf_counter() - t_start
     pvec = problem.parameter_vector(opts.parameters if isinstance(objective, Problem) else None)
     n = problem.n
-    S = opts.pop_size or int(min(400, max(60, 20 * n)))
+    S = opts.pop_size or default_pop_size(opts.algorithm, n)
     S += S % 2
     wdtype = resolve_dtype(dtype, dev, S * n)
     use_compile = _compile_choice(compile, S * n)
-    fitness_fn = problem.lowering.functions("torch")["fitness"]
-    cfg = GAConfig(pop_size=S, eta_c=opts.eta_c, eta_m=opts.eta_m,
-                   p_mut=opts.p_mut if opts.p_mut is not None else min(0.5, max(0.05, 1.0 / n)))
-    step_fn = make_step(fitness_fn, cfg.eta_c, cfg.eta_m)
-    if use_compile:
-        step_fn = compiled(step_fn, (problem.source, "ga_step", cfg.eta_c, cfg.eta_m))
-        fit = compiled(fitness_fn, (problem.source, "fitness"))
-    else:
-        fit = fitness_fn
-    P = torch.as_tensor(pvec, dtype=wdtype, device=dev).reshape(-1, 1)
-    tol = torch.tensor(problem.eq_tol, dtype=wdtype, device=dev)
-    lower = torch.as_tensor(problem.lower, dtype=wdtype, device=dev).reshape(-1, 1)
-    upper = torch.as_tensor(problem.upper, dtype=wdtype, device=dev).reshape(-1, 1)
-    integer = torch.as_tensor(problem.integer, device=dev).reshape(-1, 1)
-    gen = torch.Generator(device=dev)
-    gen.manual_seed(seed)
-    target = None
-    if opts.target is not None:
-        target = -opts.target if problem.maximize else opts.target
-    polish_reserve = 0
-    if opts.polish and opts.max_evals is not None:
-        polish_reserve = min(opts.max_evals // 10, 300)
-    term = Termination(
-        max_generations=opts.max_generations or 1000,
-        max_evals=None if opts.max_evals is None else opts.max_evals - polish_reserve,
-        time_limit=opts.time_limit, target=target, stagnation=opts.stagnation,
-        ftol=opts.ftol, check_every=opts.check_every)
-    if opts.max_evals is not None and term.max_evals < S:
-        raise OptionError(f"max_evals={opts.max_evals} is below one population "
-                          f"(pop_size={S}); raise max_evals or lower pop_size")
-
-    compile_s = 0.0
-    if use_compile:  # first call compiles: time it on its own, outside the search clock
-        t0 = time.perf_counter()
-        fit(torch.zeros((n, 2 * S), dtype=wdtype, device=dev), P, tol)
-        compile_s = time.perf_counter() - t0
-
-    def evaluate(X):
-        return fit(X, P, tol)
-
-    def step(pop, rnd):
-        return step_fn(pop, rnd, lower, upper, integer, P, tol)
-
-    from ._progress import make_monitor
-
-    monitor = make_monitor(problem.maximize, opts.progress, opts.callback)
-    try:
-        out = run(evaluate, step, lower, upper, integer, cfg, term, gen, wdtype, monitor)
-    finally:
-        if monitor is not None:
-            monitor.finish()
-    best = out.population.X[:, 0].double().cpu().numpy()
+    out, compile_s = run_search(problem, opts, dev, wdtype, use_compile, seed, pvec, S)
+    best = out.best_x.double().cpu().numpy()
     f_best, V_best = check_point(problem, best, pvec)
     nfev = out.nfev
 
     t_pol = time.perf_counter()
     if opts.polish and n <= 2000 and out.reason not in (Status.UNBOUNDED, Status.INTERRUPTED):
-        from ._polish import polish
-
-        for margin in (0.0, 1e-9, 1e-6):  # a margin if SLSQP ends a hair outside
-            budget = None if opts.max_evals is None else opts.max_evals - nfev
-            cand, used = polish(problem, best, pvec, max_evals=budget, margin=margin)
-            nfev += used
-            f_c, V_c = check_point(problem, cand, pvec)
-            if np.all(V_c == 0):
-                if _key(problem, f_c, V_c) < _key(problem, f_best, V_best):
-                    best, f_best, V_best = cand, f_c, V_c
-                break
+        best, f_best, V_best, nfev = _polish_stage(problem, out, best, f_best, V_best, pvec,
+                                                   opts.max_evals, nfev)
     polish_s = time.perf_counter() - t_pol
 
     feasible = bool(np.all(V_best == 0))

@@ -1,0 +1,137 @@
+"""Build and run the search: algorithm, constraint handler, compile choice, restarts."""
+
+from __future__ import annotations
+
+import time
+
+from ._errors import OptionError
+
+__all__ = ["run_search", "ALGORITHMS", "default_pop_size"]
+
+ALGORITHMS = ("de", "ga")
+
+
+def default_pop_size(algorithm: str, n: int) -> int:
+    """Population size used when ``pop_size`` is not given."""
+    if algorithm == "de":
+        return int(min(300, max(40, 12 * n)))
+    return int(min(400, max(60, 20 * n)))
+
+
+def _make_repair(problem, opts, evaluate, P, bounds, gen, S):
+    """Gradient repair when asked for, or by default when there are equalities."""
+    import torch
+
+    from ._polish import conjunctive_leaves
+    from .engine._repair import Repair
+
+    want = opts.repair
+    if want == "auto":
+        want = any(lf.kind == "eq" for lf in problem.leaves)
+    if not want or problem.has_vector_variables or not problem.leaves:
+        return None
+    try:
+        deriv = problem.lowering.derivatives("torch")
+    except Exception:  # a derivative sympy cannot lower: no repair, the search goes on
+        return None
+    lower, upper, integer = bounds
+    dev = lower.device
+    eq = torch.tensor([lf.kind == "eq" for lf in problem.leaves], device=dev)
+    rows = torch.zeros(len(problem.leaves), dtype=torch.bool, device=dev)
+    rows[conjunctive_leaves(problem)] = True
+    return Repair(problem.lowering.functions("torch")["leaves"], deriv, evaluate, P, eq,
+                  rows, ~integer, lower, upper, gen, count=max(2, S // 10))
+
+
+def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S: int):
+    """Run the evolutionary search; returns ``(Outcome, compile_seconds)``."""
+    import torch
+
+    from ._evaluator import compiled
+    from ._progress import make_monitor
+    from .engine import _de, _ga
+    from .engine._algorithms import DE, GA
+    from .engine._handling import make_handler
+    from .engine._loop import Termination, run
+
+    n = problem.n
+    algorithm = opts.algorithm
+    if algorithm not in ALGORITHMS:
+        raise OptionError(f"unknown algorithm {algorithm!r}; choose one of "
+                          f"{', '.join(ALGORITHMS)}")
+    handling = opts.constraint_handling
+    if handling == "auto":
+        handling = "epsilon" if any(lf.kind == "eq" for lf in problem.leaves) else "feasibility"
+    handler = make_handler(handling)
+    if algorithm == "ga" and handling not in ("feasibility",):
+        raise OptionError(f"constraint_handling={handling!r} needs algorithm='de'; the GA "
+                          "ranks by feasibility rules")
+    fitness_fn = problem.lowering.functions("torch")["fitness"]
+    P = torch.as_tensor(pvec, dtype=wdtype, device=dev).reshape(-1, 1)
+    tol = torch.tensor(problem.eq_tol, dtype=wdtype, device=dev)
+    lower = torch.as_tensor(problem.lower, dtype=wdtype, device=dev).reshape(-1, 1)
+    upper = torch.as_tensor(problem.upper, dtype=wdtype, device=dev).reshape(-1, 1)
+    integer = torch.as_tensor(problem.integer, device=dev).reshape(-1, 1)
+    gen = torch.Generator(device=dev)
+    gen.manual_seed(seed)
+    key = problem.source
+    if algorithm == "ga":
+        cfg = _ga.GAConfig(pop_size=S, eta_c=opts.eta_c, eta_m=opts.eta_m,
+                           p_mut=opts.p_mut if opts.p_mut is not None
+                           else min(0.5, max(0.05, 1.0 / n)))
+        step_fn = _ga.make_step(fitness_fn, cfg.eta_c, cfg.eta_m)
+        key = (key, "ga_step", cfg.eta_c, cfg.eta_m)
+    else:
+        cfg = _de.DEConfig(strategy=opts.strategy)
+        step_fn = _de.make_step(fitness_fn, handler, cfg)
+        key = (key, "de_step", handler, cfg)
+    fit = fitness_fn
+    compile_s = 0.0
+    if use_compile:
+        step_fn = compiled(step_fn, key)
+        fit = compiled(fitness_fn, (problem.source, "fitness"))
+        t0 = time.perf_counter()  # the first call compiles: timed apart from the search
+        fit(torch.zeros((n, 2 * S), dtype=wdtype, device=dev), P, tol)
+        compile_s = time.perf_counter() - t0
+
+    def evaluate(X):
+        return fit(X, P, tol)
+
+    bounds = (lower, upper, integer)
+    if algorithm == "ga":
+        alg = GA(evaluate, step_fn, cfg, gen, bounds, (P, tol))
+    else:
+        alg = DE(evaluate, step_fn, cfg, handler, gen, bounds, (P, tol), S,
+                 _make_repair(problem, opts, evaluate, P, bounds, gen, S))
+
+    def new_population():
+        return _ga.initial(gen, S, lower, upper, integer, wdtype)
+
+    target = None
+    if opts.target is not None:
+        target = -opts.target if problem.maximize else opts.target
+    reserve = min(opts.max_evals // 10, 300) if opts.polish and opts.max_evals else 0
+    term = Termination(
+        max_generations=opts.max_generations or (1000 if algorithm == "ga" else 3000),
+        max_evals=None if opts.max_evals is None else opts.max_evals - reserve,
+        time_limit=opts.time_limit, target=target, stagnation=opts.stagnation,
+        ftol=opts.ftol, check_every=opts.check_every)
+    if opts.max_evals is not None and term.max_evals < S:
+        raise OptionError(f"max_evals={opts.max_evals} is below one population "
+                          f"(pop_size={S}); raise max_evals or lower pop_size")
+    monitor = make_monitor(problem.maximize, opts.progress, opts.callback)
+    X0 = new_population()
+    if use_compile:  # warm the compiled step once, outside the search clock
+        t0 = time.perf_counter()
+        warm = alg.start(X0.clone())
+        alg.advance(warm, 0.0)
+        compile_s += time.perf_counter() - t0
+        gen.manual_seed(seed)
+        X0 = new_population()
+    try:
+        out = run(alg, X0, term, monitor=monitor, restarts=opts.restarts,
+                  new_population=new_population)
+    finally:
+        if monitor is not None:
+            monitor.finish()
+    return out, compile_s

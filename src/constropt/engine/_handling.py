@@ -1,0 +1,106 @@
+"""Constraint handling: how objective ``f`` and violation ``cv`` become comparison keys.
+
+Every handler is a small pure piece: ``keys(f, cv, level) -> (kf, kcv)`` maps the raw
+pair to the pair that selection and survival compare lexicographically (lower ``kcv``
+first, then lower ``kf``), and ``level(...)`` computes the handler's per-generation
+number (the epsilon level, the penalty weight) as a tensor, so changing it never
+recompiles anything.
+
+- ``"feasibility"`` (Deb's rules): feasible beats infeasible, lower violation beats
+  higher, then the objective.  Keys are the raw pair.
+- ``"epsilon"`` (Takahama and Sakai's epsilon-constrained method): violations up to the
+  level ``eps`` count as zero, so the objective steers the search while ``eps`` shrinks
+  from the violation of a top fraction of the initial population to 0 over the first
+  generations after each (re)start.  What works on equality-heavy problems.
+- ``"penalty"`` (adaptive penalty): ``f + w * cv`` with a weight that grows while the
+  best point is infeasible and shrinks while it is feasible.
+- ``"death"`` (the original experiment): ``f`` where feasible, ``+inf`` elsewhere, and no
+  ranking among infeasible points at all.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["Handler", "HANDLERS", "make_handler"]
+
+
+@dataclass(frozen=True)
+class Handler:
+    """A constraint-handling rule.
+
+    Attributes
+    ----------
+    name : str
+    theta : float
+        Epsilon: quantile of the initial population's violations that sets ``eps0``.
+    control : float
+        Epsilon: share of the schedule's clock (generations since the start or restart,
+        over the algorithm's ``control_generations``) after which ``eps`` is 0.
+    cp : float
+        Epsilon: decay exponent, ``eps = eps0 * (1 - t / Tc) ** cp``.
+    """
+
+    name: str
+    theta: float = 0.2
+    control: float = 1.0
+    cp: float = 5.0
+
+    def keys(self, f, cv, level):
+        """Comparison keys ``(kf, kcv)`` for raw ``f`` (min sense) and ``cv``.
+
+        ``level`` is a 0-d tensor: epsilon for ``"epsilon"``, the weight for
+        ``"penalty"``, ignored otherwise.
+        """
+        if self.name == "feasibility":
+            return f, cv
+        if self.name == "epsilon":
+            return f, torch.where(cv <= level, torch.zeros_like(cv), cv)
+        if self.name == "penalty":
+            return torch.where(torch.isinf(cv), cv, f + level * cv), torch.zeros_like(cv)
+        # death
+        inf = torch.full_like(f, math.inf)
+        return torch.where(cv > 0, inf, f), torch.zeros_like(cv)
+
+    def initial_level(self, f, cv):
+        """The level at generation 0 from the initial population (tensor, no sync)."""
+        if self.name == "epsilon":
+            finite = torch.where(torch.isfinite(cv), cv, torch.zeros_like(cv))
+            k = max(1, int(self.theta * cv.shape[0]))
+            return torch.sort(finite).values[k - 1]
+        if self.name == "penalty":
+            scale = torch.where(torch.isfinite(f), f.abs(), torch.zeros_like(f)).median()
+            return torch.clamp(scale, min=1.0)
+        return torch.zeros((), dtype=f.dtype, device=f.device)
+
+    def next_level(self, level, level0, progress: float, best_cv):
+        """The level for the next generation.
+
+        ``progress`` is the schedule's clock (a Python float from host counters, no
+        device value); ``best_cv`` the best point's violation (tensor).
+        """
+        if self.name == "epsilon":
+            if progress >= self.control:
+                return torch.zeros_like(level)
+            return level0 * (1.0 - progress / self.control) ** self.cp
+        if self.name == "penalty":
+            grow = torch.where(best_cv > 0, torch.full_like(level, 1.1),
+                               torch.full_like(level, 1.0 / 1.05))
+            return torch.clamp(level * grow, min=1e-6, max=1e30)
+        return level
+
+
+HANDLERS = ("feasibility", "epsilon", "penalty", "death")
+
+
+def make_handler(name: str) -> Handler:
+    """The handler called ``name`` (one of :data:`HANDLERS`)."""
+    from .._errors import OptionError
+
+    if name not in HANDLERS:
+        raise OptionError(f"unknown constraint_handling {name!r}; choose one of "
+                          f"{', '.join(HANDLERS)}")
+    return Handler(name)
