@@ -11,6 +11,7 @@ from ._crosscheck import CrossCheck, ReferenceRun, Verdict, cross_check
 from ._errors import (CheckpointError, ConstroptError, DeviceError, OptionError, ParseError,
                       ProblemError, SolveFailedError, UnsupportedExpressionError)
 from ._options import SolveOptions
+from ._interop import ScipyProblem
 from ._problem import DEFAULT_BOUND, BoundsWarning, Evaluation, Problem
 from ._progress import Progress
 from ._result import History, Result, Status
@@ -21,7 +22,7 @@ from . import benchmarks, files
 __version__ = "0.1.0"
 
 __all__ = [
-    "solve", "cross_check", "CrossCheck", "ReferenceRun", "Verdict", "Problem", "Evaluation", "Result", "Status", "History", "SolveOptions", "Progress",
+    "solve", "cross_check", "CrossCheck", "ReferenceRun", "Verdict", "Problem", "Evaluation", "Result", "Status", "History", "SolveOptions", "Progress", "ScipyProblem",
     "ConstroptError", "ProblemError", "UnsupportedExpressionError", "OptionError",
     "DeviceError", "ParseError", "CheckpointError", "SolveFailedError", "BoundsWarning",
     "DEFAULT_BOUND", "benchmarks", "files", "__version__",

@@ -80,7 +80,7 @@ def _collect_symbols(exprs) -> set:
     for e in exprs:
         bound = set()
         for s in sp.preorder_traversal(e):
-            if isinstance(s, sp.Sum):
+            if isinstance(s, (sp.Sum, sp.Product)):
                 bound.update(lim[0] for lim in s.limits)
         for s in e.atoms(sp.Symbol, sp.IndexedBase, sp.MatrixSymbol):
             if s in bound or isinstance(s, sp.Dummy) and s in bound:
@@ -290,6 +290,78 @@ class Problem:
         from ._evaluate import evaluate_points
 
         return evaluate_points(self, points, parameters)
+
+    # -- plots and scipy interop (implemented in _plot.py and _interop.py) ---------------
+    def plot(self, result=None, path=None, resolution: int = 200, *, ax=None, limits=None,
+             parameters=None):
+        """Plot a two-variable problem: feasible region, objective contours, optimum.
+
+        Evaluates the problem on a ``resolution`` x ``resolution`` grid over the box
+        (``problem.evaluate``, float64), shades the feasible points, draws objective
+        contours and the boundary ``c(x) = 0`` of every constraint, and marks
+        ``result``'s point (or, without a result, the best feasible grid point).
+        Needs matplotlib (``pip install "constropt[plot]"``).
+
+        Parameters
+        ----------
+        result : Result, optional
+            A result of this problem; its point is marked with a star.
+        path : str or os.PathLike, optional
+            Write the figure to this PNG file (drawn with the Agg canvas; the global
+            matplotlib backend is left alone).
+        resolution : int
+            Grid points per axis, 2 to 4000.
+        ax : matplotlib.axes.Axes, optional
+            Draw into these axes instead of a new figure.
+        limits : dict, optional
+            ``{symbol: (lo, hi)}``: the plotted window, overriding the box per variable
+            (useful when a side got the default bound of +/-1000).
+        parameters : dict, optional
+            Parameter values overriding the problem's own.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+
+        Raises
+        ------
+        ProblemError
+            When the problem does not have exactly 2 scalar variables.
+        """
+        from ._plot import plot_problem
+
+        return plot_problem(self, result, path, resolution, ax=ax, limits=limits,
+                            parameters=parameters)
+
+    def to_scipy(self, parameters=None, *, eq_tol=None, strict_margin: float = 1e-9):
+        """The problem in ``scipy.optimize``'s own form (a :class:`ScipyProblem`).
+
+        ``fun`` (minimization sense: negated when ``maximize=True``) and its exact
+        gradient ``jac``; ``constraints``, a tuple of ``NonlinearConstraint`` with exact
+        Jacobians; ``bounds`` (the box); ``x0`` (the box centre); ``integrality``.
+        They go straight into ``scipy.optimize.minimize(fun, x0, jac=jac,
+        bounds=bounds, constraints=constraints)`` and
+        ``differential_evolution(fun, bounds, constraints=constraints)``.
+
+        Parameters
+        ----------
+        parameters : dict, optional
+            Parameter values overriding the problem's own (fixed in the functions).
+        eq_tol : float, optional
+            An equality ``h(x) == 0`` becomes ``-eq_tol <= h(x) <= eq_tol``; default the
+            problem's ``eq_tol``, the tolerance constropt itself accepts.  Pass ``0`` for
+            exact equalities.
+        strict_margin : float
+            A strict inequality ``c(x) < 0`` becomes ``c(x) <= -strict_margin`` (scipy
+            has only closed constraints).
+
+        Returns
+        -------
+        ScipyProblem
+        """
+        from ._interop import problem_to_scipy
+
+        return problem_to_scipy(self, parameters, eq_tol=eq_tol, strict_margin=strict_margin)
 
     def __repr__(self) -> str:
         sense = "maximize" if self._maximize else "minimize"

@@ -143,6 +143,49 @@ class Result:
 
     __str__ = __repr__
 
+    def plot(self, path=None, ax=None):
+        """Plot convergence: best objective and best violation against evaluations.
+
+        Two stacked panels sharing the evaluation axis (or, with ``ax``, the objective on
+        ``ax`` and the violation on a twin axis): the best objective per generation
+        (dashed while the best point is still infeasible) with the final result marked,
+        and the total violation of the best point on a log scale while it is positive.
+        Needs matplotlib (``pip install "constropt[plot]"``).
+
+        Parameters
+        ----------
+        path : str or os.PathLike, optional
+            Write the figure to this PNG file (drawn with the Agg canvas; the global
+            matplotlib backend is left alone).
+        ax : matplotlib.axes.Axes, optional
+            Draw into these axes instead of a new figure.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
+        from ._plot import plot_result
+
+        return plot_result(self, path, ax)
+
+    def to_scipy(self):
+        """This result as a ``scipy.optimize.OptimizeResult``.
+
+        Fields follow scipy's convention: ``x`` (``x_array``), ``fun`` (the value that
+        was minimized: ``-result.fun`` for a maximize problem), ``user_fun``
+        (``result.fun``, the user's sense), ``success``, ``status`` (an int, 0 for a
+        normal convergence; see ``constropt._interop.SCIPY_STATUS``), ``message``,
+        ``nit``, ``nfev``, ``maxcv``; also ``feasible``, ``violations`` and
+        ``constropt_status`` (the :class:`Status`).
+
+        Returns
+        -------
+        scipy.optimize.OptimizeResult
+        """
+        from ._interop import result_to_scipy
+
+        return result_to_scipy(self)
+
     def to_dict(self) -> dict:
         """A JSON-ready dict of every field (symbols as strings, arrays as lists)."""
 
