@@ -15,14 +15,14 @@ from ._interop import ScipyProblem
 from ._problem import DEFAULT_BOUND, BoundsWarning, Evaluation, Problem
 from ._progress import Progress
 from ._result import History, Result, Status
-from ._solve import solve
+from ._solve import resume, solve
 
 from . import benchmarks, files
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "solve", "cross_check", "CrossCheck", "ReferenceRun", "Verdict", "Problem", "Evaluation", "Result", "Status", "History", "SolveOptions", "Progress", "ScipyProblem",
+    "solve", "resume", "cross_check", "CrossCheck", "ReferenceRun", "Verdict", "Problem", "Evaluation", "Result", "Status", "History", "SolveOptions", "Progress", "ScipyProblem",
     "ConstroptError", "ProblemError", "UnsupportedExpressionError", "OptionError",
     "DeviceError", "ParseError", "CheckpointError", "SolveFailedError", "BoundsWarning",
     "DEFAULT_BOUND", "benchmarks", "files", "__version__",

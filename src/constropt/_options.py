@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 from dataclasses import dataclass, fields
 
 from ._errors import OptionError
@@ -68,6 +69,11 @@ class SolveOptions:
         Jacobian (DE only); ``"auto"``: when the problem has equality constraints.
         Off by default: on the benchmark collection the epsilon schedule alone solved
         more runs (G17, G21, G22) than with repair.
+    checkpoint : str or path or None
+        Write the engine state to this file every ``checkpoint_every`` generations
+        (atomically); continue with :func:`constropt.resume`.
+    checkpoint_every : int
+        Generations between checkpoints.
     """
 
     pop_size: int | None = None
@@ -93,6 +99,8 @@ class SolveOptions:
     strategy: str = "current-to-pbest/1"
     restarts: int = 3
     repair: object = False
+    checkpoint: object = None
+    checkpoint_every: int = 50
 
     @classmethod
     def from_kwargs(cls, kwargs: dict) -> SolveOptions:
@@ -126,6 +134,9 @@ class SolveOptions:
             raise OptionError(f"unknown strategy {self.strategy!r}; use "
                               "'current-to-pbest/1' or 'rand/1'")
         positive_int("check_every", False)
+        positive_int("checkpoint_every", False)
+        if self.checkpoint is not None and not isinstance(self.checkpoint, (str, os.PathLike)):
+            raise OptionError(f"checkpoint must be a file path, got {self.checkpoint!r}")
         if self.pop_size is not None and self.pop_size < 4:
             raise OptionError(f"pop_size must be at least 4, got {self.pop_size}")
         for name in ("time_limit", "ftol", "eq_tol", "default_bound", "eta_c", "eta_m"):

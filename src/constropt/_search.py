@@ -43,8 +43,31 @@ def _make_repair(problem, opts, evaluate, P, bounds, gen, S):
                   rows, ~integer, lower, upper, gen, count=max(2, S // 10))
 
 
-def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S: int):
-    """Run the evolutionary search; returns ``(Outcome, compile_seconds)``."""
+def _to_device(obj, dev):
+    """Tensors inside (named)tuples and dataclasses moved to ``dev``."""
+    import dataclasses
+
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        return obj.to(dev)
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*(_to_device(v, dev) for v in obj))
+    if isinstance(obj, tuple):
+        return tuple(_to_device(v, dev) for v in obj)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.replace(obj, **{f.name: _to_device(getattr(obj, f.name), dev)
+                                           for f in dataclasses.fields(obj)})
+    return obj
+
+
+def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S: int,
+               resume=None, settings=None):
+    """Run the evolutionary search; returns ``(Outcome, compile_seconds)``.
+
+    ``resume`` is a checkpoint's dict (loop and generator state) to continue from;
+    ``settings`` what a checkpoint written by this run records about the solve.
+    """
     import torch
 
     from ._evaluator import compiled
@@ -128,9 +151,24 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
         compile_s += time.perf_counter() - t0
         gen.manual_seed(seed)
         X0 = new_population()
+    state = None
+    if resume is not None:
+        state = _to_device(resume["loop"], dev)
+        gen.set_state(resume["generator"])
+    save = None
+    if opts.checkpoint is not None:
+        from ._checkpoint import fingerprint, write_checkpoint
+
+        fp = fingerprint(problem)
+
+        def save(st):
+            write_checkpoint(opts.checkpoint, {
+                "fingerprint": fp, "problem": problem, "settings": settings,
+                "loop": _to_device(st, "cpu"), "generator": gen.get_state()})
     try:
         out = run(alg, X0, term, monitor=monitor, restarts=opts.restarts,
-                  new_population=new_population)
+                  new_population=new_population, state=state, checkpoint=save,
+                  checkpoint_every=opts.checkpoint_every)
     finally:
         if monitor is not None:
             monitor.finish()

@@ -16,7 +16,7 @@ from ._options import SolveOptions
 from ._problem import Problem
 from ._result import History, Result, Status
 
-__all__ = ["solve", "COMPILE_THRESHOLD"]
+__all__ = ["solve", "resume", "COMPILE_THRESHOLD"]
 
 #: ``compile="auto"`` compiles the generation step when ``pop_size * n`` reaches this.
 COMPILE_THRESHOLD = 200_000
@@ -180,8 +180,7 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
     -------
     Result
     """
-    from ._evaluator import resolve_device, resolve_dtype
-    from ._search import default_pop_size, run_search
+    from ._evaluator import resolve_device
 
     t_start = time.perf_counter()
     opts = SolveOptions.from_kwargs(options)
@@ -199,12 +198,27 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
                           default_bound=opts.default_bound)
         t_lower = time.perf_counter() - t_start
     pvec = problem.parameter_vector(opts.parameters if isinstance(objective, Problem) else None)
+    settings = {"seed": seed, "device": str(dev), "dtype": dtype, "compile": compile,
+                "cross_check": cross_check, "pvec": pvec,
+                "options": {k: v for k, v in vars(opts).items()
+                            if k not in ("callback", "progress", "checkpoint")}}
+    return _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_start,
+                    t_lower, settings)
+
+
+def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_start, t_lower,
+             settings, resume=None) -> Result:
+    """Search, polish, check and build the Result (shared by solve and resume)."""
+    from ._evaluator import resolve_dtype
+    from ._search import default_pop_size, run_search
+
     n = problem.n
     S = opts.pop_size or default_pop_size(opts.algorithm, n)
     S += S % 2
     wdtype = resolve_dtype(dtype, dev, S * n)
     use_compile = _compile_choice(compile, S * n)
-    out, compile_s = run_search(problem, opts, dev, wdtype, use_compile, seed, pvec, S)
+    out, compile_s = run_search(problem, opts, dev, wdtype, use_compile, seed, pvec, S,
+                                resume=resume, settings=settings)
     best = out.best_x.double().cpu().numpy()
     f_best, V_best = check_point(problem, best, pvec)
     nfev = out.nfev
@@ -262,3 +276,52 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
     if opts.throw and not result.success:
         raise SolveFailedError(f"solve failed: {result.message}", result)
     return result
+
+
+def resume(path, *, problem=None, progress=None, callback=None, checkpoint=None) -> Result:
+    """Continue a solve from a checkpoint written by ``solve(..., checkpoint=path)``.
+
+    On CPU the resumed run ends in exactly the result of an uninterrupted run with the
+    same seed and settings.
+
+    Parameters
+    ----------
+    path : str or path
+        The checkpoint file.
+    problem : Problem, optional
+        If given, the checkpoint must belong to it (same generated code, box and
+        sense), else :class:`CheckpointError`.
+    progress, callback : optional
+        As in :func:`solve` (not stored in checkpoints).
+    checkpoint : str or path, optional
+        Where to keep writing checkpoints (default: ``path`` itself).
+
+    Returns
+    -------
+    Result
+
+    Raises
+    ------
+    CheckpointError
+        The file is missing, corrupt, of another version, or of another problem.
+    """
+    from ._checkpoint import fingerprint, read_checkpoint
+    from ._errors import CheckpointError
+    from ._evaluator import resolve_device
+
+    t_start = time.perf_counter()
+    data = read_checkpoint(path)
+    stored = data["problem"]
+    if fingerprint(stored) != data["fingerprint"]:
+        raise CheckpointError(f"checkpoint {path!r} is inconsistent: its problem does not "
+                              "match its fingerprint")
+    if problem is not None and fingerprint(problem) != data["fingerprint"]:
+        raise CheckpointError(f"checkpoint {path!r} belongs to a different problem than the "
+                              "one given (generated code, bounds or sense differ)")
+    st = data["settings"]
+    opts = SolveOptions.from_kwargs({**st["options"], "progress": progress,
+                                     "callback": callback,
+                                     "checkpoint": checkpoint if checkpoint else path})
+    dev = resolve_device(st["device"])
+    return _execute(stored, opts, dev, st["dtype"], st["seed"], st["compile"],
+                    st["cross_check"], st["pvec"], t_start, 0.0, st, resume=data)

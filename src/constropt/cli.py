@@ -73,21 +73,29 @@ def _with_common(f):
     return f
 
 
-def _solve_file(path, cross, device, seed, max_evals, time_limit, pop_size):
+def _solve_file(path, cross, device, seed, max_evals, time_limit, pop_size, ckpt=None,
+                ckpt_every=None, resume=False):
     """Load, solve; warnings (a default box, say) go to stderr as one line each."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = _solve_file_quiet(path, cross, device, seed, max_evals, time_limit, pop_size)
+        res = _solve_file_quiet(path, cross, device, seed, max_evals, time_limit, pop_size,
+                                ckpt, ckpt_every, resume)
     for w in caught:
         click.echo(f"warning: {w.message}", err=True)
     return res
 
 
-def _solve_file_quiet(path, cross, device, seed, max_evals, time_limit, pop_size):
+def _solve_file_quiet(path, cross, device, seed, max_evals, time_limit, pop_size, ckpt=None,
+                      ckpt_every=None, resume=False):
     from . import solve
+    from . import resume as resume_run
     from .files import load_problem
 
     spec = load_problem(path)
+    if resume:
+        if not ckpt:
+            raise click.UsageError("--resume needs --checkpoint FILE")
+        return resume_run(ckpt, problem=spec.to_problem())
     options = dict(spec.options)
     for key, val in (("max_evals", max_evals), ("time_limit", time_limit),
                      ("pop_size", pop_size)):
@@ -96,6 +104,10 @@ def _solve_file_quiet(path, cross, device, seed, max_evals, time_limit, pop_size
     if seed is not None:
         options["seed"] = seed
     options.setdefault("device", device)
+    if ckpt:
+        options["checkpoint"] = ckpt
+    if ckpt_every:
+        options["checkpoint_every"] = ckpt_every
     options["cross_check"] = cross or options.get("cross_check", False)
     return solve(spec.to_problem(), **options)
 
@@ -122,9 +134,16 @@ def main() -> None:
 @main.command("solve")
 @click.argument("problem_file", type=click.Path(exists=True, dir_okay=False))
 @_with_common
-def solve_cmd(problem_file, device, seed, max_evals, time_limit, pop_size, as_json, plot):
+@click.option("--checkpoint", type=click.Path(dir_okay=False), default=None,
+              help="Write the engine state to this file every --checkpoint-every generations.")
+@click.option("--checkpoint-every", type=int, default=None, help="Generations between checkpoints.")
+@click.option("--resume", is_flag=True,
+              help="Continue from --checkpoint (refused if it belongs to another problem).")
+def solve_cmd(problem_file, device, seed, max_evals, time_limit, pop_size, as_json, plot,
+              checkpoint, checkpoint_every, resume):
     """Solve the problem described in PROBLEM_FILE (.toml, .yaml)."""
-    res = _solve_file(problem_file, False, device, seed, max_evals, time_limit, pop_size)
+    res = _solve_file(problem_file, False, device, seed, max_evals, time_limit, pop_size,
+                      checkpoint, checkpoint_every, resume)
     _emit(res, as_json, plot)
     sys.exit(_exit_code(res))
 

@@ -81,15 +81,53 @@ def _merge(best, pop):
     return torch.where(take, x, bx), torch.where(take, f, bf), torch.where(take, cv, bcv)
 
 
+@dataclass
+class LoopState:
+    """Everything the loop needs to continue exactly where it stopped (checkpoints).
+
+    ``alg`` is the algorithm's state; ``best`` the best point ever ``(x, f, cv)``
+    (tensors); ``best_f``/``best_cv`` their host copies at the last check point;
+    ``hist`` (G + 1, 2) and ``hist_nfev`` (G + 1,) the history so far.
+    """
+
+    alg: object
+    best: tuple
+    g: int
+    nfev: int
+    quiet: int
+    restarts: int
+    best_f: float
+    best_cv: float
+    hist: torch.Tensor
+    hist_nfev: np.ndarray
+    elapsed: float = 0.0
+
+
+def initial_state(algorithm, X0, term: Termination) -> LoopState:
+    """Evaluate ``X0`` and build the loop state at generation 0."""
+    alg = algorithm.start(X0)
+    pop = algorithm.population(alg)
+    i0 = _raw_best(pop)
+    best = (pop.X[:, i0], pop.f[i0], pop.cv[i0])
+    G = term.max_generations
+    hist = torch.full((G + 1, 2), math.nan, dtype=pop.f.dtype, device=pop.f.device)
+    hist[0, 0], hist[0, 1] = best[1], best[2]
+    hist_nfev = np.zeros(G + 1, dtype=np.int64)
+    hist_nfev[0] = X0.shape[1]
+    return LoopState(alg, best, 0, X0.shape[1], 0, 0, float(best[1]), float(best[2]), hist,
+                     hist_nfev)
+
+
 def run(algorithm, X0, term: Termination, *, monitor=None, restarts: int = 0,
-        new_population=None) -> Outcome:
+        new_population=None, state: LoopState | None = None, checkpoint=None,
+        checkpoint_every: int = 0) -> Outcome:
     """Drive ``algorithm`` (see :mod:`._algorithms`) until a termination criterion holds.
 
     Parameters
     ----------
     algorithm : GA or DE
     X0 : Tensor, shape (N, S)
-        Initial population.
+        Initial population (ignored when ``state`` is given).
     term : Termination
     monitor : callable, optional
         ``monitor(generation, nfev, population, elapsed) -> bool``, called at every check
@@ -99,74 +137,74 @@ def run(algorithm, X0, term: Termination, *, monitor=None, restarts: int = 0,
         injected) up to this many times, while the budget allows.
     new_population : callable, optional
         ``() -> Tensor (N, S)``, a fresh random population for restarts.
+    state : LoopState, optional
+        Continue from this state (a checkpoint) instead of starting from ``X0``.
+    checkpoint : callable, optional
+        ``checkpoint(state)`` is called every ``checkpoint_every`` generations.
 
     A ``KeyboardInterrupt`` during the loop ends it with status ``INTERRUPTED`` and the
     best point of the generations completed (a second one propagates as usual).
     """
     t0 = time.perf_counter()
-    state = algorithm.start(X0)
+    st = state if state is not None else initial_state(algorithm, X0, term)
+    elapsed0 = st.elapsed
     S = algorithm.evals_per_step
-    pop = algorithm.population(state)
-    i0 = _raw_best(pop)
-    best = (pop.X[:, i0], pop.f[i0], pop.cv[i0])
-    nfev = X0.shape[1]
     G = term.max_generations
-    hist = torch.full((G + 1, 2), math.nan, dtype=pop.f.dtype, device=pop.f.device)
-    hist[0, 0], hist[0, 1] = best[1], best[2]
-    hist_nfev = np.zeros(G + 1, dtype=np.int64)
-    hist_nfev[0] = nfev
-    best_f, best_cv = float(best[1]), float(best[2])
-    quiet, used_restarts = 0, 0
     reason = Status.MAX_GENERATIONS
-    nit = 0
     try:
-        for g in range(1, G + 1):
-            if term.max_evals is not None and nfev + S > term.max_evals:
+        for g in range(st.g + 1, G + 1):
+            if term.max_evals is not None and st.nfev + S > term.max_evals:
                 reason = Status.MAX_EVALS
                 break
             progress = g / G
             if term.max_evals is not None:
-                progress = max(progress, nfev / term.max_evals)
-            new_state = algorithm.advance(state, progress)
-            new_best = _merge(best, algorithm.population(new_state))
-            state, best, nfev, nit = new_state, new_best, nfev + S, g
-            hist[g, 0], hist[g, 1] = best[1], best[2]
-            hist_nfev[g] = nfev
-            if term.time_limit is not None and time.perf_counter() - t0 >= term.time_limit:
+                progress = max(progress, st.nfev / term.max_evals)
+            alg = algorithm.advance(st.alg, progress)
+            best = _merge(st.best, algorithm.population(alg))
+            st.alg, st.best, st.nfev, st.g = alg, best, st.nfev + S, g
+            st.hist[g, 0], st.hist[g, 1] = best[1], best[2]
+            st.hist_nfev[g] = st.nfev
+            if term.time_limit is not None and \
+                    elapsed0 + time.perf_counter() - t0 >= term.time_limit:
                 reason = Status.TIME_LIMIT
                 break
             if g % term.check_every == 0 or g == G:
                 f_now, cv_now = float(best[1]), float(best[2])  # the only sync point
-                if _improved(f_now, cv_now, best_f, best_cv, term.ftol):
-                    quiet = 0
+                if _improved(f_now, cv_now, st.best_f, st.best_cv, term.ftol):
+                    st.quiet = 0
                 else:
-                    quiet += term.check_every
-                best_f, best_cv = f_now, cv_now
+                    st.quiet += term.check_every
+                st.best_f, st.best_cv = f_now, cv_now
                 if term.target is not None and cv_now == 0 and f_now <= term.target:
                     reason = Status.TARGET
                     break
                 if cv_now == 0 and f_now == -math.inf:
                     reason = Status.UNBOUNDED
                     break
-                if monitor is not None and monitor(g, nfev, algorithm.population(state),
-                                                   time.perf_counter() - t0):
+                if monitor is not None and monitor(g, st.nfev, algorithm.population(alg),
+                                                   elapsed0 + time.perf_counter() - t0):
                     reason = Status.CALLBACK
                     break
-                if quiet >= term.stagnation:
+                if st.quiet >= term.stagnation:
                     room = term.max_evals is None or \
-                        nfev + (term.stagnation + 1) * S <= term.max_evals
-                    if used_restarts < restarts and new_population is not None and room:
+                        st.nfev + (term.stagnation + 1) * S <= term.max_evals
+                    if st.restarts < restarts and new_population is not None and room:
                         X1 = new_population()
-                        state = algorithm.restart(state, X1, best[0])
-                        nfev += X1.shape[1]
-                        used_restarts += 1
-                        quiet = 0
-                        continue
-                    reason = Status.CONVERGED
-                    break
+                        st.alg = algorithm.restart(st.alg, X1, best[0])
+                        st.nfev += X1.shape[1]
+                        st.restarts += 1
+                        st.quiet = 0
+                    else:
+                        reason = Status.CONVERGED
+                        break
+            if checkpoint is not None and checkpoint_every and g % checkpoint_every == 0:
+                st.elapsed = elapsed0 + time.perf_counter() - t0
+                checkpoint(st)
     except KeyboardInterrupt:
         reason = Status.INTERRUPTED
-    h = hist[: nit + 1].double().cpu().numpy()
-    return Outcome(algorithm.population(state), best[0], float(best[1]), float(best[2]), nit,
-                   nfev, reason, used_restarts, hist_nfev[: nit + 1], h[:, 0], h[:, 1],
-                   time.perf_counter() - t0)
+    nit = st.g
+    h = st.hist[: nit + 1].double().cpu().numpy()
+    return Outcome(algorithm.population(st.alg), st.best[0], float(st.best[1]),
+                   float(st.best[2]), nit, st.nfev, reason, st.restarts,
+                   st.hist_nfev[: nit + 1].copy(), h[:, 0], h[:, 1],
+                   elapsed0 + time.perf_counter() - t0)
