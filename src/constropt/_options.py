@@ -74,6 +74,9 @@ class SolveOptions:
         (atomically); continue with :func:`constropt.resume`.
     checkpoint_every : int
         Generations between checkpoints.
+    memory_budget : int or None
+        Bytes one evaluation may use before the population is evaluated in chunks
+        (eager mode); default half the memory available on the device.
     """
 
     pop_size: int | None = None
@@ -101,6 +104,7 @@ class SolveOptions:
     repair: object = False
     checkpoint: object = None
     checkpoint_every: int = 50
+    memory_budget: int | None = None
 
     @classmethod
     def from_kwargs(cls, kwargs: dict) -> SolveOptions:
@@ -135,6 +139,7 @@ class SolveOptions:
                               "'current-to-pbest/1' or 'rand/1'")
         positive_int("check_every", False)
         positive_int("checkpoint_every", False)
+        positive_int("memory_budget")
         if self.checkpoint is not None and not isinstance(self.checkpoint, (str, os.PathLike)):
             raise OptionError(f"checkpoint must be a file path, got {self.checkpoint!r}")
         if self.pop_size is not None and self.pop_size < 4:

@@ -108,6 +108,16 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
         cfg = _de.DEConfig(strategy=opts.strategy)
         step_fn = _de.make_step(fitness_fn, handler, cfg)
         key = (key, "de_step", handler, cfg)
+    if not use_compile:  # compiled kernels fuse away the temporaries that chunking bounds
+        from ._memory import Chunked, available_bytes, bytes_per_individual
+
+        budget = opts.memory_budget or available_bytes(dev) // 2
+        fitness_fn = Chunked(fitness_fn, bytes_per_individual(problem, wdtype.itemsize),
+                             budget)
+        if algorithm == "ga":
+            step_fn = _ga.make_step(fitness_fn, cfg.eta_c, cfg.eta_m)
+        else:
+            step_fn = _de.make_step(fitness_fn, handler, cfg)
     fit = fitness_fn
     compile_s = 0.0
     if use_compile:

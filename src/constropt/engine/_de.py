@@ -90,6 +90,7 @@ def make_step(fitness, handler, cfg: DEConfig):
     number of successful trials (a tensor).
     """
     rand1 = cfg.strategy == "rand/1"
+    p_milli = int(round(cfg.p_best * 1000))
 
     def de_step(pop: Population, mem: Memory, rnd: DERandoms, lower, upper, integer, P,
                 eq_tol, level):
@@ -108,7 +109,7 @@ def make_step(fitness, handler, cfg: DEConfig):
             base = X[:, (r1 + 1 + rnd.r2) % S]
             v = base + F * (X[:, r1] - X[:, r2])
         else:
-            k = max(2, int(round(cfg.p_best * S)))
+            k = torch.sym_max(2, S * p_milli // 1000)  # symbolic in S: no recompiles
             pb = (rnd.pbest * k).long().clamp(max=k - 1)  # population is sorted
             v = X + F * (X[:, pb] - X) + F * (X[:, r1] - X[:, r2])
         take = (rnd.cross < CR) | (torch.arange(n, device=X.device)[:, None] == rnd.jrand)
@@ -133,9 +134,10 @@ def make_step(fitness, handler, cfg: DEConfig):
         count = strict.sum()
         mF = (w * F * F).sum() / (w * F).sum().clamp(min=1e-30)
         mCR = (w * CR).sum() / wsum.clamp(min=1e-30)
-        newF = torch.where(count > 0, mF, mem.F[mem.slot])
-        newCR = torch.where(count > 0, mCR, mem.CR[mem.slot])
         onehot = torch.arange(cfg.memory, device=X.device) == mem.slot
+        zero = torch.zeros_like(mem.F)
+        newF = torch.where(count > 0, mF, torch.where(onehot, mem.F, zero).sum())
+        newCR = torch.where(count > 0, mCR, torch.where(onehot, mem.CR, zero).sum())
         memF = torch.where(onehot, newF, mem.F)
         memCR = torch.where(onehot, newCR, mem.CR)
         slot = torch.where(count > 0, (mem.slot + 1) % cfg.memory, mem.slot)

@@ -1,0 +1,103 @@
+"""Memory budget: evaluate populations in chunks when one piece would not fit.
+
+The generated function creates about one temporary per line of its body, each the size
+of a population row, so the bytes one individual needs are estimated from the source.
+A population whose evaluation would exceed the budget (default: half the memory
+available on the device) is evaluated chunk by chunk along the population axis.  An
+out-of-memory error during evaluation halves the chunk, warns, and carries on.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+__all__ = ["available_bytes", "bytes_per_individual", "Chunked", "MemoryWarning"]
+
+
+class MemoryWarning(UserWarning):
+    """Evaluation ran out of memory and switched to smaller chunks."""
+
+
+def available_bytes(device) -> int:
+    """Free memory on ``device`` (CUDA: ``mem_get_info``; CPU: MemAvailable)."""
+    import torch
+
+    if getattr(device, "type", str(device)) == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return int(free)
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:  # pragma: no cover - not Linux
+        pass
+    return 4 * 2**30  # pragma: no cover - a conservative guess elsewhere
+
+
+def bytes_per_individual(problem, itemsize: int) -> int:
+    """Estimated peak bytes of one individual's evaluation (inputs + temporaries)."""
+    body = problem.source.split("def death(")[0]
+    temps = sum(1 for line in body.splitlines() if " = " in line)
+    return (problem.n + temps + 4) * itemsize
+
+
+def _is_oom(exc: BaseException) -> bool:
+    import torch
+
+    oom = getattr(torch, "OutOfMemoryError", None)
+    if oom is not None and isinstance(exc, oom):
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, (RuntimeError, MemoryError)) and (
+        "out of memory" in text or "can't allocate memory" in text or
+        isinstance(exc, MemoryError))
+
+
+class Chunked:
+    """``fn(X, *args) -> tuple of (..., S) tensors``, evaluated in chunks along dim -1.
+
+    Parameters
+    ----------
+    fn : callable
+    per_individual : int
+        Estimated bytes one individual needs.
+    budget : int
+        Bytes one evaluation may use.
+    """
+
+    def __init__(self, fn, per_individual: int, budget: int):
+        self.fn = fn
+        self.chunk = max(1, int(budget // max(per_individual, 1)))
+
+    def __call__(self, X, *args):
+        import torch
+
+        S = X.shape[-1]
+        while True:
+            if S <= self.chunk:
+                try:
+                    return self.fn(X, *args)
+                except Exception as exc:  # noqa: BLE001 - only OOM is handled
+                    if not _is_oom(exc) or S == 1:
+                        raise
+                    self._shrink(S)
+                    continue
+            try:
+                parts = [self.fn(X[..., i:i + self.chunk], *args)
+                         for i in range(0, S, self.chunk)]
+            except Exception as exc:  # noqa: BLE001
+                if not _is_oom(exc) or self.chunk == 1:
+                    raise
+                self._shrink(self.chunk)
+                continue
+            return tuple(torch.cat([p[k] for p in parts], dim=-1) for k in range(len(parts[0])))
+
+    def _shrink(self, size: int) -> None:
+        import torch
+
+        self.chunk = max(1, size // 2)
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        warnings.warn(f"evaluation ran out of memory; continuing in chunks of {self.chunk} "
+                      "individuals", MemoryWarning, stacklevel=3)
