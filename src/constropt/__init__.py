@@ -12,6 +12,7 @@ from ._errors import (CheckpointError, ConstroptError, DeviceError, OptionError,
                       ProblemError, SolveFailedError, UnsupportedExpressionError)
 from ._options import SolveOptions
 from ._interop import ScipyProblem
+from ._memory import MemoryWarning
 from ._problem import DEFAULT_BOUND, BoundsWarning, Evaluation, Problem
 from ._progress import Progress
 from ._result import History, Result, Status
@@ -24,6 +25,6 @@ __version__ = "0.1.0"
 __all__ = [
     "solve", "resume", "cross_check", "CrossCheck", "ReferenceRun", "Verdict", "Problem", "Evaluation", "Result", "Status", "History", "SolveOptions", "Progress", "ScipyProblem",
     "ConstroptError", "ProblemError", "UnsupportedExpressionError", "OptionError",
-    "DeviceError", "ParseError", "CheckpointError", "SolveFailedError", "BoundsWarning",
+    "DeviceError", "ParseError", "CheckpointError", "SolveFailedError", "BoundsWarning", "MemoryWarning",
     "DEFAULT_BOUND", "benchmarks", "files", "__version__",
 ]
