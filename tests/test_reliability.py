@@ -77,3 +77,24 @@ def test_ctrl_c_returns_the_best_so_far():
     assert proc.returncode == 0, err
     got = json.loads(out.splitlines()[-1])
     assert got["status"] == "INTERRUPTED" and got["nit"] > 0 and got["feasible"]
+
+
+def test_time_limit_is_honoured_within_a_generation():
+    f = sp.sin(3 * x) * sp.cos(2 * y) + 0.1 * (x**2 + y**2)
+    t0 = time.perf_counter()
+    res = constropt.solve(f, bounds={x: (-5, 5), y: (-5, 5)}, seed=0, time_limit=0.5,
+                          max_generations=10**6, stagnation=10**9, polish=False)
+    assert res.status is Status.TIME_LIMIT and res.success
+    assert res.timings["search"] < 0.5 + 0.25  # one small generation is milliseconds
+    assert time.perf_counter() - t0 < 5
+
+
+def test_dtype_the_device_cannot_use():
+    with pytest.raises(constropt.DeviceError, match="not supported"):
+        constropt.solve(x**2, bounds={x: (0, 1)}, dtype="bfloat16")
+
+
+def test_parameter_without_value():
+    a = sp.Symbol("a")
+    with pytest.raises(constropt.ProblemError, match="parameter a has no value"):
+        constropt.Problem(a * x, bounds={x: (0, 1)}, parameters={a: None})
