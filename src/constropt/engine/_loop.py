@@ -120,7 +120,7 @@ def initial_state(algorithm, X0, term: Termination) -> LoopState:
 
 def run(algorithm, X0, term: Termination, *, monitor=None, restarts: int = 0,
         new_population=None, state: LoopState | None = None, checkpoint=None,
-        checkpoint_every: int = 0) -> Outcome:
+        checkpoint_every: int = 0, on_generation=None) -> Outcome:
     """Drive ``algorithm`` (see :mod:`._algorithms`) until a termination criterion holds.
 
     Parameters
@@ -141,6 +141,9 @@ def run(algorithm, X0, term: Termination, *, monitor=None, restarts: int = 0,
         Continue from this state (a checkpoint) instead of starting from ``X0``.
     checkpoint : callable, optional
         ``checkpoint(state)`` is called every ``checkpoint_every`` generations.
+    on_generation : callable, optional
+        ``on_generation(state, algorithm)`` after every generation; it may replace
+        ``state.alg`` (migration between islands uses this) and return True to stop.
 
     A ``KeyboardInterrupt`` during the loop ends it with status ``INTERRUPTED`` and the
     best point of the generations completed (a second one propagates as usual).
@@ -162,6 +165,11 @@ def run(algorithm, X0, term: Termination, *, monitor=None, restarts: int = 0,
             alg = algorithm.advance(st.alg, progress)
             best = _merge(st.best, algorithm.population(alg))
             st.alg, st.best, st.nfev, st.g = alg, best, st.nfev + S, g
+            if on_generation is not None:
+                if on_generation(st, algorithm):
+                    reason = Status.CALLBACK
+                    break
+                best = st.best = _merge(st.best, algorithm.population(st.alg))
             st.hist[g, 0], st.hist[g, 1] = best[1], best[2]
             st.hist_nfev[g] = st.nfev
             if term.time_limit is not None and \
