@@ -77,6 +77,10 @@ class SolveOptions:
     memory_budget : int or None
         Bytes one evaluation may use before the population is evaluated in chunks
         (eager mode); default half the memory available on the device.
+    on_generation : callable or None
+        Advanced: ``on_generation(state, algorithm) -> bool | None`` after every
+        generation, with the engine's loop state (``state.alg`` may be replaced, e.g. to
+        inject migrants); True stops the run.  Used by the island model.
     """
 
     pop_size: int | None = None
@@ -105,6 +109,7 @@ class SolveOptions:
     checkpoint: object = None
     checkpoint_every: int = 50
     memory_budget: int | None = None
+    on_generation: object = None
 
     @classmethod
     def from_kwargs(cls, kwargs: dict) -> SolveOptions:
@@ -159,6 +164,8 @@ class SolveOptions:
             raise OptionError(f"p_mut must be in [0, 1], got {self.p_mut!r}")
         if self.progress is not None and not isinstance(self.progress, bool):
             raise OptionError(f"progress must be True, False or None, got {self.progress!r}")
+        if self.on_generation is not None and not callable(self.on_generation):
+            raise OptionError(f"on_generation must be callable, got {self.on_generation!r}")
         if self.callback is not None and not callable(self.callback):
             raise OptionError(f"callback must be callable, got {self.callback!r}")
         for name in ("polish", "throw"):

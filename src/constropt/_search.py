@@ -178,7 +178,7 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
     try:
         out = run(alg, X0, term, monitor=monitor, restarts=opts.restarts,
                   new_population=new_population, state=state, checkpoint=save,
-                  checkpoint_every=opts.checkpoint_every)
+                  checkpoint_every=opts.checkpoint_every, on_generation=opts.on_generation)
     finally:
         if monitor is not None:
             monitor.finish()

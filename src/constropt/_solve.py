@@ -201,7 +201,8 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
     settings = {"seed": seed, "device": str(dev), "dtype": dtype, "compile": compile,
                 "cross_check": cross_check, "pvec": pvec,
                 "options": {k: v for k, v in vars(opts).items()
-                            if k not in ("callback", "progress", "checkpoint")}}
+                            if k not in ("callback", "progress", "checkpoint",
+                                         "on_generation")}}
     return _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_start,
                     t_lower, settings)
 
@@ -320,6 +321,7 @@ def resume(path, *, problem=None, progress=None, callback=None, checkpoint=None)
                               "one given (generated code, bounds or sense differ)")
     st = data["settings"]
     opts = SolveOptions.from_kwargs({**st["options"], "progress": progress,
+                                     "on_generation": None,
                                      "callback": callback,
                                      "checkpoint": checkpoint if checkpoint else path})
     dev = resolve_device(st["device"])
