@@ -14,15 +14,16 @@ import keyword
 import linecache
 import re
 
+from . import _rt_numpy
 from ._graph import Graph
 
 __all__ = ["emit_function", "compile_source"]
 
 _ATOM, _UNARY, _MUL, _ADD = 100, 80, 60, 50
 _CALLS = {"atan2": "atan2", "mod": "mod", "min": "minimum", "max": "maximum",
-          "heaviside": "heaviside", "where": "where", "div": "div", "pow": "pow",
-          "viol_le": "viol_le", "viol_lt": "viol_lt", "recip": "recip", "sum": "rsum",
-          "minkey": "minimize_key"}
+          "heaviside": "heaviside", "div": "div", "pow": "pow", "viol_le": "viol_le",
+          "viol_lt": "viol_lt", "recip": "recip", "minkey": "minimize_key"}
+_INFIX = {"and": " & ", "or": " | ", "xor": " ^ "}
 _LONG = 88
 
 
@@ -35,9 +36,15 @@ def _fmt_const(v: float) -> tuple[str, int]:
     return text, (_UNARY if text.startswith("-") else _ATOM)
 
 
+#: Names the emitter itself uses: output targets and temporaries.
+_GENERATED = re.compile(r"[tvcgj]\d+(_\d+)?|f|cv|fitness")
+
+
 def _ident(name: str, taken: set) -> str:
+    """A fresh Python identifier for a user symbol, never a helper or generated name."""
     base = re.sub(r"\W", "_", name)
-    if not base or base[0].isdigit() or keyword.iskeyword(base) or base in _RESERVED:
+    if (not base or base[0].isdigit() or keyword.iskeyword(base) or base in _RESERVED
+            or _GENERATED.fullmatch(base)):
         base = "v_" + base
     out, k = base, 1
     while out in taken:
@@ -46,12 +53,8 @@ def _ident(name: str, taken: set) -> str:
     return out
 
 
-_RESERVED = {"X", "P", "eq_tol", "dtype", "inf", "nan", "where", "sqrt", "log", "exp", "sin",
-             "cos", "tan", "atan", "sinh", "cosh", "tanh", "asinh", "abs", "floor", "ceil",
-             "isnan", "cast", "powi", "recip", "div", "rsqrt", "powf", "pow", "asin", "acos",
-             "acosh", "atanh", "atan2", "mod", "sign", "heaviside", "minimum", "maximum",
-             "rsum", "bsum", "index", "viol_le", "viol_lt", "viol_eq", "out", "stack",
-             "minimize_key", "stack_rows", "True", "False"}
+_RESERVED = ({"X", "P", "eq_tol", "dtype", "True", "False", "None"}
+             | {k for k in dir(_rt_numpy) if not k.startswith("_")})
 
 
 class _Emitter:
@@ -77,12 +80,14 @@ class _Emitter:
             seen.add(n)
             stack.extend(self.g.operands(self.g.nodes[n]))
 
+    def simple(self, n: int, txt: str, prec: int) -> bool:
+        """Constants, names and negated names: never worth a temporary."""
+        return self.g.is_const(n) or bool(re.fullmatch(r"-?[\w.]+", txt)) and prec >= _UNARY
+
     def get(self, n: int, min_prec: int = 0) -> str:
         if n not in self.text:
             txt, prec = self.render(n)
-            simple = self.g.nodes[n][0] in ("const", "nan") or (
-                prec == _ATOM and re.fullmatch(r"[\w.]+", txt))
-            if not simple and (self.uses.get(n, 0) > 1 or len(txt) > _LONG):
+            if not self.simple(n, txt, prec) and (self.uses.get(n, 0) > 1 or len(txt) > _LONG):
                 name = f"t{self.ntemp}"
                 self.ntemp += 1
                 self.taken.add(name)
@@ -109,12 +114,26 @@ class _Emitter:
             name = self.param_names[key[1]]
             self.prelude[name] = f"P[{key[1]}]"
             return name, _ATOM
-        if op in ("block", "bsum"):
-            a, b, s = key[1:]
-            sl = f"X[{a}:{b}]" if s == 1 else f"X[{a}:{b}:{s}]"
-            return (f"cast({sl}, dtype)" if op == "block" else f"bsum({sl}, dtype)"), _ATOM
+        if op in ("slice", "bsum"):
+            lo, hi, step = key[1:4]
+            sl = f"X[{lo}:{hi}]" if step == 1 else f"X[{lo}:{hi}:{step}]"
+            if op == "bsum":
+                return f"bsum({sl}, dtype)", _ATOM
+            d, D = key[4:]
+            return (f"cast({sl}, dtype)" if D == 1 else f"lift({sl}, {d}, {D}, dtype)"), _ATOM
+        if op == "grid":
+            return f"grid(X, {key[1]}, {key[2]}, {key[3]}, dtype)", _ATOM
         if op == "index":
-            return f"index({key[1]}, {key[2]}, X, dtype)", _ATOM
+            return f"index({key[1]}, {key[2]}, {key[3]}, {key[4]}, X, dtype)", _ATOM
+        if op in ("sum", "prod"):
+            fn = "rsum" if op == "sum" else "rprod"
+            body, axis, drop = self.get(key[1]), key[2], key[3]
+            return (f"{fn}({body})" if axis == drop == 0
+                    else f"{fn}({body}, {axis}, {drop})"), _ATOM
+        if op == "where":
+            c, a, b = (self.get(k) for k in key[1:])
+            both = all(self.g.is_const(k) for k in key[2:])
+            return f"where({c}, {a}, {b}" + (", dtype)" if both else ")"), _ATOM
         if op == "add":
             parts = [self.get(a, _ADD) for a in key[1:]]
             txt = parts[0]
@@ -136,9 +155,8 @@ class _Emitter:
             return f"{key[1]}({self.get(key[2])})", _ATOM
         if op == "cmp":
             return f"({self.get(key[2], _ADD)} {key[1]} {self.get(key[3], _ADD)})", _ATOM
-        if op in ("and", "or"):
-            sym = " & " if op == "and" else " | "
-            return "(" + sym.join(self.get(a, _ATOM) for a in key[1:]) + ")", _ATOM
+        if op in _INFIX:
+            return "(" + _INFIX[op].join(self.get(a, _ATOM) for a in key[1:]) + ")", _ATOM
         if op == "not":
             return "~" + self.get(key[1], _ATOM), _ATOM
         if op == "viol_eq":
@@ -165,8 +183,7 @@ def emit_function(graph: Graph, name: str, args: str, outputs: list, returns: st
             txt = em.get(nid)
         else:
             txt, prec = em.render(nid)
-            if not (prec == _ATOM and re.fullmatch(r"\w+", txt)):
-                em.text[nid] = (target, _ATOM)
+            em.text[nid] = (txt, prec) if em.simple(nid, txt, prec) else (target, _ATOM)
         body.extend(em.lines)
         em.lines.clear()
         body.append(f"{target} = {txt}")
@@ -175,7 +192,52 @@ def emit_function(graph: Graph, name: str, args: str, outputs: list, returns: st
         head.append(f'    """{doc}"""')
     head.append("    dtype = P.dtype")
     head += [f"    {v} = {src}" for v, src in em.prelude.items()]
-    return "\n".join(head + [f"    {line}" for line in body] + [f"    return {returns}", ""])
+    lines = [w for stmt in body + [f"return {returns}"] for w in _wrap(stmt)]
+    return "\n".join(head + lines + [""])
+
+
+_BREAKS = (" + ", " - ", " & ", " | ", " ^ ", " * ")
+
+
+def _wrap(stmt: str, indent: str = "    ", width: int = 92) -> list[str]:
+    """``stmt`` as indented lines of at most about ``width`` characters.
+
+    Breaks go before a binary operator or after a comma; an expression that needs a
+    break outside brackets is parenthesised first, so continuation lines are implicit.
+    """
+    if len(indent) + len(stmt) <= width:
+        return [indent + stmt]
+    if stmt.startswith("return "):
+        head, rhs = "return ", stmt[7:]
+    else:
+        target, rhs = stmt.split(" = ", 1)
+        head = target + " = "
+    cuts, depth = [], 0
+    for k, ch in enumerate(rhs):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and rhs[k + 1:k + 2] == " ":
+            cuts.append((k + 2, depth))
+        elif ch == " " and rhs[k:k + 3] in _BREAKS:
+            cuts.append((k + 1, depth))
+    if not cuts:
+        return [indent + stmt]
+    if any(d == 0 for _, d in cuts):
+        rhs, cuts = "(" + rhs + ")", [(k + 1, d + 1) for k, d in cuts]
+    lines, start, prefix = [], 0, indent + head
+    while len(prefix) + len(rhs) - start > width:
+        later = [c for c in cuts if c[0] > start]
+        fit = [c for c in later if len(prefix) + c[0] - start <= width] or later[:1]
+        if not fit:
+            break
+        depth = min(d for _, d in fit)  # break at the outermost level that fits
+        cut = max(k for k, d in fit if d == depth)
+        lines.append((prefix + rhs[start:cut]).rstrip())
+        start, prefix = cut, indent + "        "
+    lines.append(prefix + rhs[start:])
+    return lines
 
 
 def compile_source(source: str, namespace: dict, tag: str) -> dict:

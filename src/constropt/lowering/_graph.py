@@ -1,10 +1,15 @@
 """sympy expression trees -> a small hash-consed graph (the lowering's IR).
 
-Every node is a tuple ``(op, *operands)``; identical tuples are interned to one id, so
-a subexpression that occurs several times in the objective, the constraints or the
+Every node is a tuple ``(op, *fields)``; identical tuples are interned to one id, so a
+subexpression that occurs several times in the objective, the constraints or the
 derivatives is one node and is computed once (common subexpression elimination by
-construction).  Operands are node ids, except for the literal fields listed in
-``_LITERAL_FIELDS``.  Constant subtrees are folded to ``("const", value)``.
+construction).  Which fields are node ids is given by :data:`OPERANDS`; the others are
+literals.  A node whose operands are all constants is folded to ``("const", value)``
+(with the NumPy runtime, so folding has the runtime's semantics).
+
+Inside ``Sum`` bodies nodes carry summation axes: the active indices form a stack of
+``D`` axes, and a node that varies along any of them has ``D`` leading axes (size 1
+where it does not vary) in front of the batch axes; see :mod:`._sums`.
 
 The builder is a dispatch table from sympy classes to rules, as sympy's printers are;
 a class without a rule raises :class:`~constropt.UnsupportedExpressionError` naming it.
@@ -15,12 +20,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import sympy as sp
+from sympy.core.function import AppliedUndef
 from sympy.logic.boolalg import BooleanFalse, BooleanTrue
 
 from .._errors import ProblemError, UnsupportedExpressionError
+from . import _rt_numpy
 
-__all__ = ["Graph", "Layout", "Block"]
+__all__ = ["Graph", "Layout", "Block", "RULES", "OPERANDS", "SUPPORTED", "product",
+           "int_power"]
 
 UNARY = {
     sp.exp: "exp", sp.sin: "sin", sp.cos: "cos", sp.tan: "tan", sp.atan: "atan",
@@ -31,6 +40,26 @@ UNARY = {
 }
 CMP = {sp.StrictLessThan: "<", sp.LessThan: "<=", sp.StrictGreaterThan: ">",
        sp.GreaterThan: ">=", sp.Equality: "==", sp.Unequality: "!="}
+SUPPORTED = ("arithmetic, powers, sqrt, exp, log, trigonometric, inverse trigonometric and "
+             "hyperbolic functions, Abs, sign, floor, ceiling, frac, Mod, Min, Max, "
+             "Piecewise, Heaviside, re, im, Sum and Product over vector variables, "
+             "And/Or/Not/Xor of relationals")
+
+_LEAVES = ("const", "nan", "true", "false", "var", "param", "index", "slice", "grid", "bsum")
+#: op -> positions (in the node tuple) of operands that are node ids; default: all.
+OPERANDS = {op: () for op in _LEAVES}
+OPERANDS.update({"powi": (1,), "powf": (1,), "fn": (2,), "cmp": (2, 3), "sum": (1,),
+                 "prod": (1,)})
+#: ops whose result is never NaN when no operand is (overflow aside); see ``may_nan``.
+_TOTAL = {"add", "mul", "neg", "powi", "min", "max", "cmp", "and", "or", "not", "xor",
+          "where", "heaviside", "sum", "prod", "const", "true", "false", "var", "param",
+          "index", "slice", "grid", "bsum"}
+_TOTAL_FN = {"exp", "sin", "cos", "tan", "atan", "sinh", "cosh", "tanh", "asinh", "abs",
+             "floor", "ceil", "sign", "isnan"}
+_FOLD = {"div": "div", "pow": "pow", "atan2": "atan2", "mod": "mod", "min": "minimum",
+         "max": "maximum", "heaviside": "heaviside", "recip": "recip", "minkey": "minimize_key"}
+_CMP = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
+        "==": np.equal, "!=": np.not_equal}
 
 
 @dataclass(frozen=True)
@@ -72,24 +101,33 @@ class Graph:
         self.layout = layout
         self.nodes: list[tuple] = []
         self._ids: dict[tuple, int] = {}
-        self._axis: list[bool] = []  # node varies along a summation axis
+        self._axes: list[frozenset] = []  # summation axes (depths) a node varies along
+        self._nan: list[bool] = []  # node may be NaN although no variable is
         self._memo: dict = {}
         self._scalar = {b.symbol: b.offset for b in layout.blocks if b.shape == ()}
-        self._vector = {b.symbol: b for b in layout.blocks if b.shape != ()}
+        self.vector = {b.symbol: b for b in layout.blocks if b.shape != ()}
         self._params = {p: k for k, p in enumerate(layout.parameters)}
-        self._index: dict = {}  # active summation index symbol -> (start, stop)
+        self.ctx: list[tuple] = []  # active summation indices: (symbol, start, stop)
 
     # -- node construction -------------------------------------------------------
-    def node(self, op: str, *args, axis: bool | None = None) -> int:
+    def node(self, op: str, *args, axes: frozenset | None = None) -> int:
         key = (op, *args)
         nid = self._ids.get(key)
-        if nid is None:
-            nid = len(self.nodes)
-            self.nodes.append(key)
-            self._ids[key] = nid
-            if axis is None:
-                axis = any(self._axis[a] for a in self.operands(key))
-            self._axis.append(axis)
+        if nid is not None:
+            return nid
+        opnds = self.operands(key)
+        if op == "where" and self.is_const(args[0]):
+            return args[1] if self.value(args[0]) else args[2]
+        if opnds and op in _FOLDABLE and all(self.is_const(a) for a in opnds):
+            return self._fold(key)
+        nid = len(self.nodes)
+        self.nodes.append(key)
+        self._ids[key] = nid
+        if axes is None:
+            axes = frozenset().union(*(self._axes[a] for a in opnds))
+        self._axes.append(axes)
+        total = op in _TOTAL or (op == "fn" and key[1] in _TOTAL_FN)
+        self._nan.append(not total or any(self._nan[a] for a in opnds))
         return nid
 
     def const(self, value: float) -> int:
@@ -99,29 +137,57 @@ class Graph:
         return self.node("const", value)
 
     def is_const(self, nid: int) -> bool:
-        return self.nodes[nid][0] in ("const", "nan")
+        return self.nodes[nid][0] in ("const", "nan", "true", "false")
 
-    def varies(self, nid: int) -> bool:
-        return self._axis[nid]
+    def value(self, nid: int):
+        op = self.nodes[nid][0]
+        return {"nan": math.nan, "true": True, "false": False}.get(op, self.nodes[nid][-1])
+
+    def axes(self, nid: int) -> frozenset:
+        return self._axes[nid]
+
+    def may_nan(self, nid: int) -> bool:
+        return self._nan[nid]
 
     @staticmethod
     def operands(key: tuple) -> tuple:
         """The node-id operands of a node (literal fields excluded)."""
+        pos = OPERANDS.get(key[0])
+        return key[1:] if pos is None else tuple(key[p] for p in pos)
+
+    def _fold(self, key: tuple) -> int:
         op = key[0]
-        if op in ("const", "nan", "var", "param", "block", "bsum", "index", "true", "false"):
-            return ()
-        if op in ("powi", "powf"):
-            return (key[1],)
-        if op == "cmp":
-            return key[2:]
-        if op in ("fn", "sum"):
-            return (key[2],) if op == "fn" else (key[1],)
-        return key[1:]
+        v = [self.value(a) for a in self.operands(key)]
+        f = [np.float64(x) for x in v]
+        with np.errstate(all="ignore"):
+            if op in ("and", "or", "xor", "not"):
+                r = {"and": all(v), "or": any(v), "xor": sum(map(bool, v)) % 2 == 1,
+                     "not": not v[0]}[op]
+                return self.node("true" if r else "false")
+            if op == "cmp":
+                return self.node("true" if _CMP[key[1]](f[0], f[1]) else "false")
+            if op == "fn" and key[1] == "isnan":
+                return self.node("true" if math.isnan(v[0]) else "false")
+            if op == "add":
+                r = sum(f)
+            elif op == "mul":
+                r = math.prod(f)
+            elif op == "neg":
+                r = -f[0]
+            elif op == "powi":
+                r = _rt_numpy.powi(f[0], key[2])
+            elif op == "powf":
+                r = _rt_numpy.powf(f[0], key[2])
+            elif op == "fn":
+                r = getattr(_rt_numpy, key[1])(f[0])
+            else:
+                r = getattr(_rt_numpy, _FOLD[op])(*f)
+        return self.const(float(r))
 
     # -- sympy -> nodes ------------------------------------------------------------
     def lower(self, expr) -> int:
         """Lower one sympy expression or boolean; returns its node id."""
-        key = (expr, tuple(sorted(self._index.items(), key=str)))
+        key = (expr, tuple(self.ctx))
         hit = self._memo.get(key)
         if hit is None:
             hit = self._memo[key] = self._lower(expr)
@@ -134,40 +200,46 @@ class Graph:
             return self.node("false")
         if isinstance(e, sp.Expr) and e.is_number:
             return self._number(e)
-        if isinstance(e, sp.Symbol):
+        if isinstance(e, (sp.Symbol, sp.Idx)):
             return self._symbol(e)
-        rule = _RULES.get(type(e))
+        rule = RULES.get(type(e))
         if rule is None:
-            for cls, r in _RULES.items():
-                if isinstance(e, cls):
-                    rule = r
-                    break
+            rule = next((r for cls, r in RULES.items() if isinstance(e, cls)), None)
         if rule is None:
+            what = type(e).__name__
+            if isinstance(e, AppliedUndef):
+                what = f"the undefined function {what} (AppliedUndef)"
             raise UnsupportedExpressionError(
-                f"constropt cannot lower {type(e).__name__} (in {e}); supported: arithmetic, "
-                "powers, sqrt, exp, log, trigonometric and hyperbolic functions, Abs, sign, "
-                "floor, ceiling, Mod, Min, Max, Piecewise, Heaviside, Sum over vector "
-                "variables, And/Or/Not of relationals")
+                f"constropt cannot lower {what} (in {e}); supported: {SUPPORTED}")
         return rule(self, e)
 
     def _number(self, e) -> int:
-        if e in (sp.zoo, sp.nan) or e.has(sp.zoo, sp.nan):
+        if e.has(sp.zoo, sp.nan):
             return self.node("nan")
-        v = complex(e.evalf(30))
-        if v.imag != 0:
-            raise ProblemError(f"complex value {e} in the problem: constropt works over the "
-                               "reals")
-        return self.const(v.real)
+        try:
+            v = complex(e.evalf(30))
+        except (TypeError, ValueError):
+            raise UnsupportedExpressionError(
+                f"constropt cannot evaluate the constant {e} ({type(e).__name__})") from None
+        return self.const(v.real if v.imag == 0 else math.nan)  # complex: NaN, as sympy's
 
     def _symbol(self, s) -> int:
+        if isinstance(s, sp.Idx):
+            s = s.label
+        for d in range(len(self.ctx) - 1, -1, -1):
+            sym, start, stop = self.ctx[d]
+            if sym == s:
+                return self.node("index", start, stop, d, len(self.ctx),
+                                 axes=frozenset((d,)))
         if s in self._scalar:
             return self.node("var", self._scalar[s])
         if s in self._params:
             return self.node("param", self._params[s])
-        if s in self._index:
-            start, stop = self._index[s]
-            return self.node("index", start, stop, axis=True)
         raise ProblemError(f"symbol {s} is neither a variable nor a parameter of the problem")
+
+
+_FOLDABLE = {"add", "mul", "neg", "powi", "powf", "fn", "cmp", "where", "and", "or", "not",
+             "xor"} | set(_FOLD)
 
 
 def _add(g: Graph, e) -> int:
@@ -175,8 +247,25 @@ def _add(g: Graph, e) -> int:
     consts = [t for t in terms if g.nodes[t][0] == "const"]
     rest = [t for t in terms if g.nodes[t][0] != "const"]
     if consts:
-        rest.append(g.const(sum(g.nodes[t][1] for t in consts)))
+        c = sum(g.nodes[t][1] for t in consts)
+        if c != 0 or not rest:
+            rest.append(g.const(c))
     return rest[0] if len(rest) == 1 else g.node("add", *rest)
+
+
+def product(g: Graph, factors: list) -> int:
+    """Product of nodes with the constant factors folded in front (``-1`` as ``neg``)."""
+    coeff = [t for t in factors if g.nodes[t][0] == "const"]
+    rest = [t for t in factors if g.nodes[t][0] != "const"]
+    c = math.prod(g.nodes[t][1] for t in coeff)
+    if not rest:
+        return g.const(c)
+    inner = rest[0] if len(rest) == 1 else g.node("mul", *rest)
+    if c == 1.0:
+        return inner
+    if c == -1.0:
+        return g.node("neg", inner)
+    return g.node("mul", g.const(c), *rest)
 
 
 def _mul(g: Graph, e) -> int:
@@ -186,35 +275,25 @@ def _mul(g: Graph, e) -> int:
             den.append(g.lower(a.base ** (-a.exp)))
         else:
             num.append(g.lower(a))
-    coeff = [t for t in num if g.nodes[t][0] == "const"]
-    num = [t for t in num if g.nodes[t][0] != "const"]
-    if coeff:
-        c = math.prod(g.nodes[t][1] for t in coeff)
-        if c == -1.0 and num:
-            inner = num[0] if len(num) == 1 else g.node("mul", *num)
-            top = g.node("neg", inner)
-        else:
-            top = g.node("mul", g.const(c), *num) if num else g.const(c)
-    else:
-        top = num[0] if len(num) == 1 else g.node("mul", *num)
+    top = product(g, num)
     if not den:
         return top
-    bottom = den[0] if len(den) == 1 else g.node("mul", *den)
-    return g.node("div", top, bottom)
+    return g.node("div", top, den[0] if len(den) == 1 else g.node("mul", *den))
+
+
+def int_power(g: Graph, b: int, n: int) -> int:
+    """``b ** n`` for an integer ``n`` (``powi``, ``recip``)."""
+    if n == 0:
+        return g.const(1.0)  # sympy: x**0 == 1 for every x, including 0
+    mag = b if abs(n) == 1 else g.node("powi", b, abs(n))
+    return mag if n > 0 else g.node("recip", mag)
 
 
 def _pow(g: Graph, e) -> int:
     base, ex = e.args
-    if ex.is_Integer:
-        n = int(ex)
-        b = g.lower(base)
-        if n == 0:
-            return g.const(1.0)  # sympy: x**0 == 1 for every x, including 0
-        if n == 1:
-            return b
-        mag = b if abs(n) == 1 else g.node("powi", b, abs(n))
-        return mag if n > 0 else g.node("recip", mag)
-    if ex.is_Rational or (ex.is_number and ex.is_real):
+    if ex.is_Integer or (ex.is_Float and float(ex).is_integer() and abs(float(ex)) < 2**31):
+        return int_power(g, g.lower(base), int(ex))
+    if ex.is_number and ex.is_real:
         b = g.lower(base)
         v = float(ex)
         if v == 0.5:
@@ -226,8 +305,11 @@ def _pow(g: Graph, e) -> int:
 
 
 def _func(g: Graph, e) -> int:
-    name = UNARY[type(e)] if type(e) in UNARY else UNARY[next(c for c in UNARY if isinstance(e, c))]
-    return g.node("fn", name, g.lower(e.args[0]))
+    cls = type(e) if type(e) in UNARY else next(c for c in UNARY if isinstance(e, c))
+    if len(e.args) != 1:
+        raise UnsupportedExpressionError(f"constropt cannot lower {type(e).__name__} with "
+                                         f"{len(e.args)} arguments (in {e})")
+    return g.node("fn", UNARY[cls], g.lower(e.args[0]))
 
 
 def _binary(op: str):
@@ -246,9 +328,42 @@ def _fold(op: str):
     return rule
 
 
+def _reciprocal(fn: str):
+    def rule(g: Graph, e) -> int:  # cot, sec, csc: 1 / tan, cos, sin
+        return g.node("recip", g.node("fn", fn, g.lower(e.args[0])))
+    return rule
+
+
+def _frac(g: Graph, e) -> int:
+    a = g.lower(e.args[0])
+    return g.node("add", a, g.node("neg", g.node("fn", "floor", a)))
+
+
+def _real_part(g: Graph, e) -> int:  # every value the lowering handles is real
+    return g.lower(e.args[0])
+
+
+def _imaginary_part(g: Graph, e) -> int:  # 0, NaN where the argument is undefined
+    return g.node("mul", g.const(0.0), g.lower(e.args[0]))
+
+
 def _heaviside(g: Graph, e) -> int:
     h0 = e.args[1] if len(e.args) > 1 else sp.Rational(1, 2)
     return g.node("heaviside", g.lower(e.args[0]), g.lower(h0))
+
+
+def _undefined_if_nan(g: Graph, cond: int) -> int | None:
+    """A node true where a relational inside ``cond`` compares NaN (sympy raises)."""
+    if not g.may_nan(cond):
+        return None
+    key = g.nodes[cond]
+    if key[0] == "cmp":
+        bad = [g.node("fn", "isnan", a) for a in key[2:] if g.may_nan(a)]
+    else:
+        bad = [b for a in g.operands(key) if (b := _undefined_if_nan(g, a)) is not None]
+    if not bad:
+        return None
+    return bad[0] if len(bad) == 1 else g.node("or", *bad)
 
 
 def _piecewise(g: Graph, e) -> int:
@@ -257,10 +372,12 @@ def _piecewise(g: Graph, e) -> int:
         val = g.lower(expr)
         if isinstance(cond, BooleanTrue):
             acc = val
-        elif isinstance(cond, BooleanFalse):
-            continue
-        else:
-            acc = g.node("where", g.lower(cond), val, acc)
+        elif not isinstance(cond, BooleanFalse):
+            c = g.lower(cond)
+            acc = g.node("where", c, val, acc)
+            bad = _undefined_if_nan(g, c)
+            if bad is not None:  # a NaN comparison: sympy cannot decide, neither do we
+                acc = g.node("where", bad, g.node("nan"), acc)
     return acc
 
 
@@ -274,77 +391,24 @@ def _logic(op: str):
     return rule
 
 
-def _indexed(g: Graph, e) -> int:
-    base, idx = (e.base, e.indices) if isinstance(e, sp.Indexed) else (e.parent, (e.i, e.j))
-    block = g._vector.get(base)
-    if block is None:
-        raise ProblemError(f"{base} in {e} is neither a vector variable nor a parameter")
-    if len(idx) != len(block.shape):
-        raise ProblemError(f"{e}: {len(idx)} indices for a variable of shape {block.shape}")
-    strides = [math.prod(block.shape[k + 1:]) for k in range(len(block.shape))]
-    offset, moving, step = block.offset, None, 0
-    for k, ix in enumerate(idx):
-        ix = sp.sympify(ix)
-        if isinstance(ix, sp.Idx):
-            ix = ix.label
-        free = ix.free_symbols
-        if not free:
-            j = int(ix)
-            if not 0 <= j < block.shape[k]:
-                raise ProblemError(f"{e}: index {j} out of range for shape {block.shape}")
-            offset += j * strides[k]
-            continue
-        (s,) = free if len(free) == 1 else (None,)
-        if s is None or s not in g._index or sp.diff(ix, s) != 1 or moving is not None:
-            raise UnsupportedExpressionError(
-                f"{e}: indices must be constants or 'i + c' with one summation index i")
-        moving, shift = s, int(ix - s)
-        start, stop = g._index[s]
-        if start + shift < 0 or stop - 1 + shift >= block.shape[k]:
-            raise ProblemError(f"{e}: the summation range reaches outside shape {block.shape}")
-        offset += (start + shift) * strides[k]
-        step = strides[k]
-    if moving is None:
-        return g.node("var", offset)
-    n = g._index[moving][1] - g._index[moving][0]
-    return g.node("block", offset, offset + step * (n - 1) + 1, step, axis=True)
+def _xor(g: Graph, e) -> int:
+    args = [g.lower(a) for a in e.args]
+    acc = args[0]
+    for a in args[1:]:
+        acc = g.node("xor", acc, a)
+    return acc
 
 
-def _sum(g: Graph, e) -> int:
-    if len(e.limits) != 1:
-        raise UnsupportedExpressionError(f"{e}: only single-index sums are supported")
-    (s, lo, hi), = e.limits
-    if not (lo.is_Integer and hi.is_Integer):
-        raise UnsupportedExpressionError(f"{e}: summation limits must be integers")
-    if g._index:
-        raise UnsupportedExpressionError(f"{e}: nested sums are not supported")
-    start, stop = int(lo), int(hi) + 1
-    if stop <= start:
-        return g.const(0.0)
-    g._index[s] = (start, stop)
-    try:
-        body = g.lower(e.function)
-    finally:
-        del g._index[s]
-    if not g.varies(body):
-        if g.nodes[body][0] == "const":
-            return g.const((stop - start) * g.nodes[body][1])
-        return body if g.nodes[body][0] == "nan" else g.node("mul", g.const(stop - start), body)
-    if g.nodes[body][0] == "block":
-        return g.node("bsum", *g.nodes[body][1:], axis=False)
-    return g.node("sum", body, axis=False)
-
-
-_RULES = {
+RULES: dict = {
     sp.Add: _add, sp.Mul: _mul, sp.Pow: _pow,
     sp.atan2: _binary("atan2"), sp.Mod: _binary("mod"),
     sp.Min: _fold("min"), sp.Max: _fold("max"),
-    sp.Heaviside: _heaviside, sp.Piecewise: _piecewise,
-    sp.And: _logic("and"), sp.Or: _logic("or"), sp.Not: _logic("not"),
-    sp.Indexed: _indexed, sp.Sum: _sum,
+    sp.Heaviside: _heaviside, sp.Piecewise: _piecewise, sp.frac: _frac,
+    sp.re: _real_part, sp.conjugate: _real_part, sp.im: _imaginary_part,
+    sp.cot: _reciprocal("tan"), sp.sec: _reciprocal("cos"), sp.csc: _reciprocal("sin"),
+    sp.And: _logic("and"), sp.Or: _logic("or"), sp.Not: _logic("not"), sp.Xor: _xor,
 }
 for _cls in UNARY:
-    _RULES[_cls] = _func
+    RULES[_cls] = _func
 for _cls in CMP:
-    _RULES[_cls] = _relational
-_RULES[sp.matrices.expressions.matexpr.MatrixElement] = _indexed
+    RULES[_cls] = _relational

@@ -14,19 +14,25 @@ Generated entry points (all take the variable-major population ``X`` of shape
     objective and the raw value of every constraint leaf ``c(x)`` (``c <= 0``, ``c < 0``
     or ``c == 0``), shape ``(L, *batch)``.
 ``derivatives(X, P) -> (grad, jac)``
-    exact gradient ``(N, *batch)`` and leaf Jacobian ``(L, N, *batch)``, derived
-    symbolically (scalar-variable problems; built on first use).
+    exact gradient ``(N, *batch)`` and leaf Jacobian ``(L, N, *batch)`` (built on first
+    use).  Scalar-variable problems: derived symbolically with sympy (real dummies),
+    lowered like the values; piecewise-constant functions (``floor``, ``ceiling``,
+    ``frac``, ``sign``, ``Heaviside``, the quotient in ``Mod``) have derivative 0 away
+    from their jumps.  Problems with vector variables (or a derivative sympy leaves
+    unevaluated): reverse-mode autograd through the generated torch ``leaves`` function
+    in float64 (NumPy in, NumPy out for the ``"numpy"`` backend), exact to rounding
+    like the symbolic route; :attr:`Lowering.derivative_method` says which is used.
 """
 
 from __future__ import annotations
 
 import threading
 
-import sympy as sp
-
-from .._constraints import AllOf, AnyOf, Leaf, leaves
-from . import _rt_numpy
+from .._constraints import AllOf, Leaf, leaves
+from .._errors import UnsupportedExpressionError
+from . import _rt_numpy, _sums  # noqa: F401 - _sums registers the Sum/Indexed rules
 from ._codegen import _ident, compile_source, emit_function
+from ._derivatives import SymbolicDerivative, autograd_derivatives, gradient_runtime
 from ._graph import Graph, Layout
 
 __all__ = ["Lowering"]
@@ -62,7 +68,7 @@ class Lowering:
         self.maximize = maximize
         self.leaves: tuple[Leaf, ...] = tuple(lf for c in self.constraints for lf in leaves(c.tree))
         taken: set = set()
-        self.var_names = {}
+        self.var_names = _VarNames(layout, taken)
         for b in layout.blocks:
             if b.shape == ():
                 self.var_names[b.offset] = _ident(str(b.symbol), taken)
@@ -70,6 +76,7 @@ class Lowering:
         self.source = self._values_source()
         self._namespaces: dict = {}
         self._deriv_source: str | None = None
+        self._deriv_error: Exception | None = None
         self._lock = threading.Lock()
 
     # -- source -------------------------------------------------------------------
@@ -139,28 +146,47 @@ class Lowering:
             "Objective and the raw value of every constraint leaf."))
         return "\n\n".join(parts)
 
+    @property
+    def derivative_method(self) -> str:
+        """``"symbolic"`` (sympy, scalar variables) or ``"autograd"`` (torch, otherwise)."""
+        try:
+            self.derivative_source()
+        except UnsupportedExpressionError:
+            return "autograd"
+        return "symbolic"
+
     def derivative_source(self) -> str:
-        """Source of ``derivatives(X, P)``, derived symbolically (built on first use)."""
+        """Source of ``derivatives(X, P)``, derived symbolically (built on first use).
+
+        Raises
+        ------
+        UnsupportedExpressionError
+            For vector variables, or when sympy leaves a derivative unevaluated (the
+            ``derivatives`` entry point then uses autograd).
+        """
         with self._lock:
-            if self._deriv_source is None:
-                self._deriv_source = self._build_derivatives()
+            if self._deriv_source is None and self._deriv_error is None:
+                try:
+                    self._deriv_source = self._build_derivatives()
+                except UnsupportedExpressionError as err:
+                    self._deriv_error = err
+            if self._deriv_error is not None:
+                raise self._deriv_error
             return self._deriv_source
 
     def _build_derivatives(self) -> str:
         blocks = self.layout.blocks
         if any(b.shape != () for b in blocks):
-            from .._errors import UnsupportedExpressionError
             raise UnsupportedExpressionError(
                 "symbolic derivatives are built for scalar variables only; this problem "
-                "has vector variables")
+                "has vector variables (derivatives() uses torch autograd)")
         syms = [b.symbol for b in blocks]
-        real = {s: sp.Dummy(str(s), real=True) for s in syms}
-        back = {v: k for k, v in real.items()}
         g = Graph(self.layout)
 
+        derivative = SymbolicDerivative(syms)
+
         def d(expr, s):
-            e = sp.diff(expr.xreplace(real), real[s]).xreplace(back)
-            return g.lower(e)
+            return g.lower(derivative(expr, s))
 
         outs = [(f"g{k}", d(self.objective, s)) for k, s in enumerate(syms)]
         jac_names = []
@@ -171,7 +197,7 @@ class Lowering:
                 row.append(f"j{i}_{k}")
             jac_names.append("stack([" + ", ".join(row) + "], X, dtype)")
         grad = "stack([" + ", ".join(t for t, _ in outs[:len(syms)]) + "], X, dtype)"
-        jac = "stack_rows([" + ", ".join(jac_names) + "], X, dtype, %d)" % len(syms)
+        jac = "stack_rows([" + ", ".join(jac_names) + f"], X, dtype, {len(syms)})"
         return self._emit(g, "derivatives", "X, P", outs, f"{grad}, {jac}",
                           "Exact gradient of the objective and Jacobian of the constraint "
                           "leaves.")
@@ -188,12 +214,48 @@ class Lowering:
         return ns
 
     def derivatives(self, backend: str):
-        """The generated ``derivatives(X, P)`` function for ``backend``."""
+        """The ``derivatives(X, P) -> (grad, jac)`` function for ``backend``.
+
+        Symbolic (generated code) when :meth:`derivative_source` succeeds, else torch
+        autograd through the generated ``leaves`` function (see the module docstring).
+        """
         key = backend + ":d"
-        ns = self._namespaces.get(key)
-        if ns is None:
+        fn = self._namespaces.get(key)
+        if fn is None:
             rt = _rt_torch_lazy() if backend == "torch" else _rt_numpy
-            base = {k: getattr(rt, k) for k in dir(rt) if not k.startswith("_")}
-            ns = compile_source(self.derivative_source(), base, backend + "-d")
-            self._namespaces[key] = ns
-        return ns["derivatives"]
+            try:
+                src = self.derivative_source()
+            except UnsupportedExpressionError:
+                grad_ns = self._namespaces.get("torch:grad")
+                if grad_ns is None:
+                    grad_ns = compile_source(self.source, gradient_runtime(_rt_torch_lazy()),
+                                             "torch-grad")
+                    self._namespaces["torch:grad"] = grad_ns
+                fn = autograd_derivatives(self.functions("torch")["leaves"],
+                                          grad_ns["leaves"], numpy=backend != "torch")
+            else:
+                base = {k: getattr(rt, k) for k in dir(rt) if not k.startswith("_")}
+                fn = compile_source(src, base, backend + "-d")["derivatives"]
+            self._namespaces[key] = fn
+        return fn
+
+
+class _VarNames(dict):
+    """Offset -> Python name; elements of vector variables are named on first use."""
+
+    def __init__(self, layout: Layout, taken: set):
+        super().__init__()
+        self._layout = layout
+        self._taken = taken
+
+    def __missing__(self, offset: int) -> str:
+        for b in self._layout.blocks:
+            if b.shape and b.offset <= offset < b.offset + b.size:
+                flat, idx = offset - b.offset, []
+                for dim in reversed(b.shape):
+                    idx.append(flat % dim)
+                    flat //= dim
+                name = "_".join([str(b.symbol)] + [str(i) for i in reversed(idx)])
+                self[offset] = _ident(name, self._taken)
+                return self[offset]
+        raise KeyError(offset)

@@ -17,8 +17,13 @@ TINY = 1e-30
 
 exp, sin, cos, tan, atan = np.exp, np.sin, np.cos, np.tan, np.arctan
 sinh, cosh, tanh, asinh = np.sinh, np.cosh, np.tanh, np.arcsinh
-floor, ceil, where, isnan = np.floor, np.ceil, np.where, np.isnan
+floor, ceil, isnan = np.floor, np.ceil, np.isnan
 abs = np.abs  # noqa: A001
+
+
+def where(c, a, b, dtype=None):
+    r = np.where(c, a, b)
+    return r.astype(dtype, copy=False) if dtype is not None else r
 
 
 def cast(block, dtype):
@@ -39,74 +44,77 @@ def powi(a, n: int):
 
 def recip(a):
     ok = a != 0
-    return where(ok, 1.0 / where(ok, a, 1.0), nan)
+    return np.where(ok, 1.0 / np.where(ok, a, 1.0), nan)
 
 
 def div(a, b):
-    ok = b != 0
-    return where(ok, a / where(ok, b, 1.0), nan)
+    ok = np.asarray(b) != 0
+    return np.where(ok, a / np.where(ok, b, 1.0), nan)
 
 
 def sqrt(a):
     ok = a >= 0
-    return where(ok, np.sqrt(where(ok, a, 0.0)), nan)
+    return np.where(ok, np.sqrt(np.where(ok, a, 1.0)), nan)
 
 
 def rsqrt(a):
     ok = a > 0
-    return where(ok, 1.0 / np.sqrt(where(ok, a, 1.0)), nan)
+    return np.where(ok, 1.0 / np.sqrt(np.where(ok, a, 1.0)), nan)
 
 
 def log(a):
     ok = a > 0
-    return where(ok, np.log(where(ok, a, 1.0)), nan)
+    return np.where(ok, np.log(np.where(ok, a, 1.0)), nan)
 
 
 def powf(a, e: float):
     ok = a > 0 if e < 0 else a >= 0
-    return where(ok, np.power(where(ok, a, 1.0), e), nan)
+    return np.where(ok, np.power(np.where(ok, a, 1.0), e), nan)
 
 
 def pow(a, b):  # noqa: A001
     a = np.asarray(a, dtype=np.result_type(a, b, np.float32))
     b = np.asarray(b, dtype=a.dtype)
-    return where((a == 0) & (b < 0), nan, np.power(a, b))
+    ok = (a > 0) | ((a == 0) & (b >= 0)) | ((a < 0) & (b == np.floor(b)))
+    return np.where(ok, np.power(np.where(ok, a, 1.0), np.where(ok, b, 1.0)), nan)
 
 
 def asin(a):
     ok = (a >= -1) & (a <= 1)
-    return where(ok, np.arcsin(where(ok, a, 0.0)), nan)
+    return np.where(ok, np.arcsin(np.where(ok, a, 0.0)), nan)
 
 
 def acos(a):
     ok = (a >= -1) & (a <= 1)
-    return where(ok, np.arccos(where(ok, a, 0.0)), nan)
+    return np.where(ok, np.arccos(np.where(ok, a, 0.0)), nan)
 
 
 def acosh(a):
     ok = a >= 1
-    return where(ok, np.arccosh(where(ok, a, 1.0)), nan)
+    return np.where(ok, np.arccosh(np.where(ok, a, 1.0)), nan)
 
 
 def atanh(a):
-    ok = (a > -1) & (a < 1)
-    return where(ok, np.arctanh(where(ok, a, 0.0)), nan)
+    ok = (a >= -1) & (a <= 1)
+    return np.where(ok, np.arctanh(np.where(ok, a, 0.0)), nan)
 
 
 def atan2(y, x):
-    return where((np.asarray(x) == 0) & (np.asarray(y) == 0), nan, np.arctan2(y, x))
+    ok = (np.asarray(x) != 0) | (np.asarray(y) != 0)
+    return np.where(ok, np.arctan2(np.where(ok, y, 0.0) + 0.0, np.where(ok, x, 1.0)), nan)
 
 
 def mod(a, b):
-    return where(np.asarray(b) == 0, nan, np.mod(a, b))
+    ok = np.asarray(b) != 0
+    return np.where(ok, np.mod(a, np.where(ok, b, 1.0)), nan)
 
 
 def sign(a):
-    return where(isnan(a), nan, np.sign(a))
+    return np.where(isnan(a), nan, np.sign(a))
 
 
 def heaviside(a, h0):
-    return where(a > 0, 1.0, where(a < 0, 0.0, where(a == 0, h0, nan)))
+    return np.where(a > 0, 1.0, np.where(a < 0, 0.0, np.where(a == 0, h0, nan)))
 
 
 def minimum(a, b):
@@ -117,29 +125,53 @@ def maximum(a, b):
     return np.maximum(a, b)
 
 
-def rsum(body):
-    return np.sum(body, axis=0)
+# -- vector variables -------------------------------------------------------------------
+def rsum(body, axis: int = 0, drop: int = 0):
+    s = np.sum(body, axis=axis)
+    return s.reshape(s.shape[drop:]) if drop else s
+
+
+def rprod(body, axis: int = 0, drop: int = 0):
+    s = np.prod(body, axis=axis)
+    return s.reshape(s.shape[drop:]) if drop else s
 
 
 def bsum(block, dtype):
     return np.sum(block, axis=0, dtype=dtype)
 
 
-def index(start: int, stop: int, X, dtype):
-    return np.arange(start, stop, dtype=dtype).reshape((-1,) + (1,) * (X.ndim - 1))
+def _lead(n: int, d: int, D: int, batch: int) -> tuple:
+    return (1,) * d + (n,) + (1,) * (D - 1 - d + batch)
 
 
+def index(start: int, stop: int, d: int, D: int, X, dtype):
+    return np.arange(start, stop, dtype=dtype).reshape(_lead(stop - start, d, D, X.ndim - 1))
+
+
+def lift(block, d: int, D: int, dtype):
+    return block.astype(dtype, copy=False).reshape(
+        (1,) * d + (block.shape[0],) + (1,) * (D - 1 - d) + tuple(block.shape[1:]))
+
+
+def grid(X, base: int, axes, D: int, dtype):
+    idx = np.full((1,) * D, base, dtype=np.int64)
+    for c, n, d in axes:
+        idx = idx + c * np.arange(n, dtype=np.int64).reshape(_lead(n, d, D, 0))
+    return X[idx].astype(dtype, copy=False)
+
+
+# -- constraints and outputs ------------------------------------------------------------
 def viol_le(c):
-    return where(c <= 0, 0.0, where(c > 0, c, inf))
+    return np.where(c <= 0, 0.0, np.where(c > 0, c, inf))
 
 
 def viol_lt(c):
-    return where(c < 0, 0.0, where(c >= 0, np.maximum(c, TINY), inf))
+    return np.where(c < 0, 0.0, np.where(c >= 0, np.maximum(c, TINY), inf))
 
 
 def viol_eq(c, tol):
     a = np.abs(c)
-    return where(a <= tol, 0.0, where(a > tol, a, inf))
+    return np.where(a <= tol, 0.0, np.where(a > tol, a, inf))
 
 
 def out(v, X, dtype):
@@ -154,7 +186,7 @@ def stack(items, X, dtype):
 
 
 def minimize_key(f):
-    return where(isnan(f), inf, f)
+    return np.where(isnan(f), inf, f)
 
 
 def stack_rows(rows, X, dtype, n: int):

@@ -4,11 +4,18 @@ The generated source stays short and readable (``sqrt(t0)`` rather than three ne
 ``torch.where`` calls) while the semantics live here, in one tested place.  Every helper
 is branch-free on tensor values, so ``torch.compile`` inlines and fuses it.
 
-Semantics shared with :mod:`._rt_numpy`: results that sympy calls ``nan``, ``zoo`` or
-complex are NaN; inputs of functions with a restricted domain are guarded with the
-"double where" pattern, so a lane outside the domain computes a harmless value and is
-then replaced by NaN (no infinities or NaNs reach the math function, and gradients of
-dead branches stay finite).
+Semantics shared with :mod:`._rt_numpy` (same names, same results):
+
+- results that sympy calls ``nan``, ``zoo`` or complex are NaN (``log(0)``, ``1/0``,
+  ``sqrt(-1)``, ``atan2(0, 0)``, ``0**-1``, ``Mod(x, 0)``, ...);
+- inputs of functions with a restricted domain are guarded with the "double where"
+  pattern: a lane outside the domain feeds a harmless value to the math function and is
+  then replaced by NaN, so the math function never sees an input outside its domain
+  and its own gradient stays finite there; ``Piecewise`` selects with ``where``, so a
+  dead branch never poisons the value of a live one (for autograd through whole
+  expressions, :func:`._derivatives.gradient_runtime` also zeroes the dead NaNs);
+- every helper that receives a Python number next to a tensor returns a tensor of the
+  tensor's dtype and device; only ``where`` with two constant branches needs ``dtype``.
 """
 
 from __future__ import annotations
@@ -23,15 +30,35 @@ TINY = 1e-30
 
 exp, sin, cos, tan, atan = torch.exp, torch.sin, torch.cos, torch.tan, torch.atan
 sinh, cosh, tanh, asinh = torch.sinh, torch.cosh, torch.tanh, torch.asinh
-floor, ceil, where, isnan = torch.floor, torch.ceil, torch.where, torch.isnan
+floor, ceil, isnan = torch.floor, torch.ceil, torch.isnan
 abs = torch.abs  # noqa: A001 - the generated code's name for |x|
+
+#: Eager ``bsum`` of 8-bit integer genes switches to chunked int16 accumulation when a
+#: block has at least this many elements (see ``_bsum_rowwise``).
+BSUM_ROWWISE_MIN = 1 << 20
+_BSUM_CHUNK = 1 << 15  # columns per chunk: at torch's grain size, so one thread
 
 
 def _t(v, like):
-    """Python number -> tensor shaped like ``like`` (both operands tensors)."""
+    """Python number -> tensor shaped like ``like`` (so both operands are tensors)."""
     if isinstance(v, torch.Tensor):
         return v
     return torch.full_like(like, v)
+
+
+def _pair(a, b):
+    if not isinstance(a, torch.Tensor):
+        a = _t(a, b)
+    if not isinstance(b, torch.Tensor):
+        b = _t(b, a)
+    return a, b
+
+
+def where(c, a, b, dtype=None):
+    """``a`` where ``c`` else ``b``; ``dtype`` types the result when both are numbers."""
+    if not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor):
+        a = torch.full(c.shape, a, dtype=dtype or torch.get_default_dtype(), device=c.device)
+    return torch.where(c, a, b)
 
 
 def cast(block, dtype):
@@ -53,85 +80,87 @@ def powi(a, n: int):
 
 def recip(a):
     ok = a != 0
-    return where(ok, 1.0 / where(ok, a, 1.0), nan)
+    return torch.where(ok, 1.0 / torch.where(ok, a, 1.0), nan)
 
 
 def div(a, b):
+    a, b = _pair(a, b)
     ok = b != 0
-    return where(ok, a / where(ok, b, 1.0), nan)
+    return torch.where(ok, a / torch.where(ok, b, 1.0), nan)
 
 
 def sqrt(a):
     ok = a >= 0
-    return where(ok, torch.sqrt(where(ok, a, 0.0)), nan)
+    return torch.where(ok, torch.sqrt(torch.where(ok, a, 1.0)), nan)
 
 
 def rsqrt(a):
     ok = a > 0
-    return where(ok, torch.rsqrt(where(ok, a, 1.0)), nan)
+    return torch.where(ok, torch.rsqrt(torch.where(ok, a, 1.0)), nan)
 
 
 def log(a):
     ok = a > 0
-    return where(ok, torch.log(where(ok, a, 1.0)), nan)
+    return torch.where(ok, torch.log(torch.where(ok, a, 1.0)), nan)
 
 
 def powf(a, e: float):
     """``a ** e`` for a constant non-integer exponent (real branch only)."""
     ok = a > 0 if e < 0 else a >= 0
-    return where(ok, where(ok, a, 1.0) ** e, nan)
+    return torch.where(ok, torch.where(ok, a, 1.0) ** e, nan)
 
 
 def pow(a, b):  # noqa: A001
-    """``a ** b`` with a symbolic exponent: NaN where sympy would be zoo or complex."""
-    if not isinstance(a, torch.Tensor):
-        a = _t(a, b)
-    if not isinstance(b, torch.Tensor):
-        b = _t(b, a)
-    return where((a == 0) & (b < 0), nan, torch.pow(a, b))
+    """``a ** b`` with a symbolic exponent: NaN where sympy is zoo or complex."""
+    a, b = _pair(a, b)
+    ok = (a > 0) | ((a == 0) & (b >= 0)) | ((a < 0) & (b == torch.floor(b)))
+    return torch.where(ok, torch.pow(torch.where(ok, a, 1.0), torch.where(ok, b, 1.0)), nan)
 
 
 def asin(a):
     ok = (a >= -1) & (a <= 1)
-    return where(ok, torch.asin(where(ok, a, 0.0)), nan)
+    return torch.where(ok, torch.asin(torch.where(ok, a, 0.0)), nan)
 
 
 def acos(a):
     ok = (a >= -1) & (a <= 1)
-    return where(ok, torch.acos(where(ok, a, 0.0)), nan)
+    return torch.where(ok, torch.acos(torch.where(ok, a, 0.0)), nan)
 
 
 def acosh(a):
     ok = a >= 1
-    return where(ok, torch.acosh(where(ok, a, 1.0)), nan)
+    return torch.where(ok, torch.acosh(torch.where(ok, a, 1.0)), nan)
 
 
 def atanh(a):
-    ok = (a > -1) & (a < 1)
-    return where(ok, torch.atanh(where(ok, a, 0.0)), nan)
+    """``atanh``: ``+-inf`` at ``+-1`` (as sympy's ``+-oo``), NaN beyond."""
+    ok = (a >= -1) & (a <= 1)
+    return torch.where(ok, torch.atanh(torch.where(ok, a, 0.0)), nan)
 
 
 def atan2(y, x):
-    if not isinstance(y, torch.Tensor):
-        y = _t(y, x)
-    if not isinstance(x, torch.Tensor):
-        x = _t(x, y)
-    return where((x == 0) & (y == 0), nan, torch.atan2(y, x))
+    """sympy ``atan2``: NaN at the origin; ``atan2(-0.0, -1)`` is ``pi`` as in sympy."""
+    y, x = _pair(y, x)
+    ok = (x != 0) | (y != 0)
+    return torch.where(ok, torch.atan2(torch.where(ok, y, 0.0) + 0.0,
+                                       torch.where(ok, x, 1.0)), nan)
 
 
 def mod(a, b):
     """sympy ``Mod``: the sign of the divisor, NaN for a zero divisor."""
-    if not isinstance(a, torch.Tensor):
-        a = _t(a, b)
-    return where(b == 0, nan, torch.remainder(a, b))
+    a, b = _pair(a, b)
+    ok = b != 0
+    return torch.where(ok, torch.remainder(a, torch.where(ok, b, 1.0)), nan)
 
 
 def sign(a):
-    return where(isnan(a), nan, torch.sign(a))
+    return torch.where(isnan(a), nan, torch.sign(a))
 
 
 def heaviside(a, h0):
-    return where(a > 0, 1.0, where(a < 0, 0.0, where(a == 0, h0, nan)))
+    """sympy ``Heaviside(a, h0)``: ``h0`` at 0, NaN for a NaN argument."""
+    h0 = _t(h0, a)
+    return torch.where(a > 0, 1.0, torch.where(a < 0, 0.0, torch.where(a == 0, h0, nan)))
 
 
 def minimum(a, b):
@@ -150,33 +179,97 @@ def maximum(a, b):
     return torch.maximum(a, b)
 
 
-def rsum(body):
-    """Reduce a vector-variable expression over its element axis (axis 0)."""
-    return body.sum(0)
+# -- vector variables -------------------------------------------------------------------
+def rsum(body, axis: int = 0, drop: int = 0):
+    """Reduce a summation body over ``axis``; then drop ``drop`` leading unit axes."""
+    s = body.sum(axis)
+    return s.reshape(s.shape[drop:]) if drop else s
+
+
+def rprod(body, axis: int = 0, drop: int = 0):
+    """Product of a body over ``axis``; then drop ``drop`` leading unit axes."""
+    s = body.prod(axis)
+    return s.reshape(s.shape[drop:]) if drop else s
+
+
+def _bsum_rowwise(block, dtype):
+    """Exact sum over the rows of a 2-D 8-bit integer block, in column chunks.
+
+    Each chunk of columns is accumulated row by row in int16 (partial sums of 128 rows,
+    ``|sum| <= 128 * 255`` fits) and the partial sums are added in ``dtype``.  Chunks
+    of ``_BSUM_CHUNK`` columns keep the accumulator in cache and every operation below
+    torch's parallel grain size: one thread, no per-operation barrier, so the sum does
+    not collapse when the CPU is oversubscribed (a thousand full-width multi-threaded
+    row additions ran 0.05 s on an idle 2-core machine and up to 10 s on a busy one).
+    """
+    n, S = block.shape
+    result = torch.empty(S, dtype=dtype, device=block.device)
+    for c in range(0, S, _BSUM_CHUNK):
+        cols = slice(c, min(c + _BSUM_CHUNK, S))
+        acc = result[cols]
+        for a in range(0, n, 128):
+            part = block[a, cols].to(torch.int16)
+            for k in range(a + 1, min(a + 128, n)):
+                part += block[k, cols]
+            if a == 0:
+                acc.copy_(part)
+            else:
+                acc += part
+    return result
 
 
 def bsum(block, dtype):
-    """Sum a block of genes straight from storage, accumulating in ``dtype``."""
+    """Sum a block of genes straight from storage (rows are genes), result in ``dtype``.
+
+    Eager on CPU, large 2-D blocks of 8-bit integers take the exact chunked int16 path
+    (``Tensor.sum(0, dtype=float32)`` over int8 is about 20 times slower); under
+    ``torch.compile`` and elsewhere one ``sum(0, dtype=dtype)`` reduction, which
+    inductor fuses into one kernel.
+    """
+    if (block.dtype in (torch.int8, torch.uint8, torch.bool) and block.dim() == 2
+            and block.device.type == "cpu" and block.numel() >= BSUM_ROWWISE_MIN
+            and block.shape[0] >= 8 and not torch.compiler.is_compiling()):
+        return _bsum_rowwise(block, dtype)
     return block.sum(0, dtype=dtype)
 
 
-def index(start: int, stop: int, X, dtype):
-    """The summation index ``start..stop-1`` as a column broadcasting over the batch."""
+def _lead(n: int, d: int, D: int, batch: int) -> tuple:
+    return (1,) * d + (n,) + (1,) * (D - 1 - d + batch)
+
+
+def index(start: int, stop: int, d: int, D: int, X, dtype):
+    """Summation index ``start..stop-1`` along axis ``d`` of ``D`` summation axes."""
     return torch.arange(start, stop, dtype=dtype, device=X.device).reshape(
-        (-1,) + (1,) * (X.dim() - 1))
+        _lead(stop - start, d, D, X.dim() - 1))
 
 
+def lift(block, d: int, D: int, dtype):
+    """Rows ``(n, *batch)`` of a vector variable placed on summation axis ``d`` of ``D``."""
+    return block.to(dtype).reshape((1,) * d + (block.shape[0],) + (1,) * (D - 1 - d)
+                                   + tuple(block.shape[1:]))
+
+
+def grid(X, base: int, axes, D: int, dtype):
+    """Rows ``base + sum(c * t_d)`` of ``X`` for ``(c, n, d)`` in ``axes``, ``t_d < n``."""
+    idx = torch.full((1,) * D, base, dtype=torch.long, device=X.device)
+    for c, n, d in axes:
+        idx = idx + c * torch.arange(n, dtype=torch.long, device=X.device).reshape(
+            _lead(n, d, D, 0))
+    return X[idx].to(dtype)
+
+
+# -- constraints and outputs ------------------------------------------------------------
 def viol_le(c):
-    return where(c <= 0, 0.0, where(c > 0, c, inf))
+    return torch.where(c <= 0, 0.0, torch.where(c > 0, c, inf))
 
 
 def viol_lt(c):
-    return where(c < 0, 0.0, where(c >= 0, torch.clamp(c, min=TINY), inf))
+    return torch.where(c < 0, 0.0, torch.where(c >= 0, torch.clamp(c, min=TINY), inf))
 
 
 def viol_eq(c, tol):
     a = torch.abs(c)
-    return where(a <= tol, 0.0, where(a > tol, a, inf))
+    return torch.where(a <= tol, 0.0, torch.where(a > tol, a, inf))
 
 
 def out(v, X, dtype):
@@ -197,7 +290,7 @@ def minimize_key(f):
     """Objective in minimization sense with NaN replaced by +inf (NaN never wins)."""
     if not isinstance(f, torch.Tensor):
         return inf if math.isnan(f) else f
-    return where(isnan(f), inf, f)
+    return torch.where(isnan(f), inf, f)
 
 
 def stack_rows(rows, X, dtype, n: int):

@@ -1,0 +1,142 @@
+"""Exact derivatives: sympy for scalar variables, torch autograd otherwise.
+
+Symbolic route (:class:`SymbolicDerivative`): the expression is differentiated with
+respect to a real ``Dummy`` (so ``Abs`` differentiates to ``sign``, not to complex
+parts).  Piecewise-constant functions have derivative 0 away from their jumps:
+``floor`` and ``ceiling`` are differentiated as such, ``frac(u)`` as ``u - floor(u)``,
+``Mod(a, b)`` as ``a - b*floor(a/b)``, and the ``DiracDelta`` terms of ``sign`` and
+``Heaviside`` are dropped.  What sympy still leaves unevaluated raises
+:class:`~constropt.UnsupportedExpressionError` when lowered.
+
+Autograd route (:func:`autograd_derivatives`): reverse mode through the generated torch
+``leaves`` function, one backward pass per output (the objective and each constraint
+leaf); every point of the batch is independent, so the gradient of the batch sum is the
+per-point gradient.  The runtime's double-``where`` guards keep the gradients of dead
+branches finite, so they never poison live lanes.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+__all__ = ["SymbolicDerivative", "autograd_derivatives", "gradient_runtime"]
+
+
+class _Flat(sp.Function):
+    """A piecewise-constant function: derivative 0 (``floor``/``ceiling`` stand-in)."""
+
+    def fdiff(self, argindex=1):
+        return sp.S.Zero
+
+
+class _Floor(_Flat):
+    pass
+
+
+class _Ceiling(_Flat):
+    pass
+
+
+def _step_form(expr):
+    """``expr`` with floor/ceiling/frac/Mod written with derivative-0 step functions."""
+    expr = expr.replace(sp.frac, lambda u: u - _Floor(u))
+    expr = expr.replace(sp.Mod, lambda a, b: a - b * _Floor(a / b))
+    expr = expr.replace(sp.floor, _Floor)
+    return expr.replace(sp.ceiling, _Ceiling)
+
+
+class SymbolicDerivative:
+    """``d(expr, symbol)``: the derivative with every symbol of ``symbols`` taken real.
+
+    Each expression is prepared (real dummies, step functions) once, however many
+    symbols it is differentiated by.
+    """
+
+    def __init__(self, symbols):
+        self.real = {s: sp.Dummy(str(s), real=True) for s in symbols}
+        self.back = {v: k for k, v in self.real.items()}
+        self._prepared: dict = {}
+
+    def __call__(self, expr, symbol):
+        e = self._prepared.get(expr)
+        if e is None:
+            e = self._prepared[expr] = _step_form(expr.xreplace(self.real))
+        d = sp.diff(e, self.real[symbol])
+        d = d.replace(sp.DiracDelta, lambda *a: sp.S.Zero)
+        d = d.replace(_Floor, sp.floor).replace(_Ceiling, sp.ceiling)
+        return d.xreplace(self.back)
+
+
+#: Runtime names that are not elementwise math (kept as they are in gradient mode).
+_STRUCTURAL = {"cast", "where", "out", "stack", "stack_rows", "minimize_key", "index", "lift",
+               "grid", "rsum", "bsum", "isnan", "viol_le", "viol_lt", "viol_eq", "powi"}
+
+
+def gradient_runtime(rt) -> dict:
+    """The torch runtime namespace in *gradient mode*.
+
+    Every math helper returns 0 (with zero gradient) where its value is NaN or infinite,
+    and the generated code's ``nan`` constant is 0.  A dead ``Piecewise`` branch then
+    holds finite values, so the zero gradient ``where`` sends it can never turn into
+    ``0 * nan`` on a live input (a product's backward multiplies by the other factor's
+    value).  Only gradients come from this namespace; values come from the real one.
+    """
+    import torch
+
+    def finite(fn):
+        def wrapped(*args):
+            v = fn(*args)
+            return torch.nan_to_num(v, nan=0.0, posinf=0.0, neginf=0.0) \
+                if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+        return wrapped
+
+    ns = {}
+    for k in dir(rt):
+        if k.startswith("_"):
+            continue
+        v = getattr(rt, k)
+        ns[k] = finite(v) if callable(v) and k not in _STRUCTURAL else v
+    ns["nan"] = 0.0
+    return ns
+
+
+def autograd_derivatives(leaves_fn, grad_leaves_fn, numpy: bool):
+    """``derivatives(X, P) -> (grad, jac)`` by autograd through generated ``leaves``.
+
+    ``leaves_fn`` is the torch ``leaves`` function, ``grad_leaves_fn`` the same code
+    executed in :func:`gradient_runtime`; gradients come from the latter and are NaN
+    where the value (from the former) is NaN.  With ``numpy=True`` the function takes
+    and returns NumPy arrays and works in float64; otherwise it works on the tensors'
+    device in ``P.dtype``.
+    """
+    import numpy as np
+    import torch
+
+    def derivatives(X, P):
+        if numpy:
+            Xt = torch.as_tensor(np.asarray(X), dtype=torch.float64)
+            Pt = torch.as_tensor(np.asarray(P), dtype=torch.float64)
+        else:
+            Xt, Pt = X.to(P.dtype), P
+        with torch.no_grad():
+            f0, C0 = leaves_fn(Xt, Pt)
+        Xt = Xt.detach().clone().requires_grad_(True)
+        with torch.enable_grad():
+            f, C = grad_leaves_fn(Xt, Pt)
+            outs = [f] + list(C.unbind(0))
+            grads = []
+            for k, o in enumerate(outs):
+                g = None
+                if o.requires_grad:
+                    g, = torch.autograd.grad(o.sum(), Xt, retain_graph=k < len(outs) - 1,
+                                             allow_unused=True)
+                grads.append(torch.zeros_like(Xt) if g is None else g)
+        grad = torch.where(torch.isnan(f0), torch.nan, grads[0])
+        if len(grads) > 1:
+            jac = torch.where(torch.isnan(C0).unsqueeze(1), torch.nan, torch.stack(grads[1:]))
+        else:
+            jac = Xt.new_zeros((0,) + Xt.shape)
+        grad, jac = grad.detach(), jac.detach()
+        return (grad.numpy(), jac.numpy()) if numpy else (grad, jac)
+
+    return derivatives

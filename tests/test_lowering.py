@@ -1,0 +1,472 @@
+"""Lowering: every construct, exact and NaN-safe, on torch and NumPy, against sympy.
+
+The reference is sympy's own evaluation, node by node (``node.func(*values)`` on
+30-digit Floats), with the lowering's semantics for what sympy leaves undefined: a
+result that is ``nan``, ``zoo``, complex or not a number at all (``AccumBounds``), an
+exception (``Mod(p, 0)``, a comparison with a complex number), and every node above
+such a value, is NaN; only the selected branch of a ``Piecewise`` is evaluated.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import traceback
+
+import numpy as np
+import pytest
+import sympy as sp
+import torch
+
+import constropt
+from constropt import UnsupportedExpressionError
+
+NAN = object()  # the reference's "undefined"
+x, y, z = sp.symbols("x y z")
+XYZ = (x, y, z)
+BOX = {s: (-5, 5) for s in XYZ}
+
+
+# -- reference semantics -------------------------------------------------------------
+def _canon(v):
+    if v is NAN:
+        return NAN
+    v = sp.sympify(v)
+    if v.has(sp.nan, sp.zoo) or not v.is_number or isinstance(v, sp.AccumBounds):
+        return NAN
+    if v in (sp.oo, -sp.oo):
+        return v
+    v = v.evalf(30)
+    if v.is_real is not True:
+        try:
+            c = complex(v)
+        except (TypeError, ValueError):
+            return NAN
+        return sp.Float(c.real, 30) if c.imag == 0 else NAN
+    return v
+
+
+def _cond(c, env, memo):
+    if isinstance(c, sp.logic.boolalg.BooleanTrue):
+        return True
+    if isinstance(c, sp.logic.boolalg.BooleanFalse):
+        return False
+    if isinstance(c, sp.Rel):
+        lhs, rhs = _value(c.lhs, env, memo), _value(c.rhs, env, memo)
+        if lhs is NAN or rhs is NAN:
+            return NAN
+        return bool(c.func(lhs, rhs))
+    vals = [_cond(a, env, memo) for a in c.args]
+    if any(v is NAN for v in vals):
+        return NAN
+    if isinstance(c, sp.Not):
+        return not vals[0]
+    if isinstance(c, sp.And):
+        return all(vals)
+    if isinstance(c, sp.Or):
+        return any(vals)
+    if isinstance(c, sp.Xor):
+        return sum(vals) % 2 == 1
+    raise TypeError(c)
+
+
+def _value(e, env, memo):
+    if e in env:
+        return env[e]
+    if e in memo:
+        return memo[e]
+    if e.is_Number or isinstance(e, sp.NumberSymbol):
+        out = _canon(e) if e.has(sp.nan, sp.zoo) else e
+    elif isinstance(e, sp.Piecewise):
+        out = NAN
+        for val, cond in e.args:
+            c = _cond(cond, env, memo)
+            if c is NAN:
+                break
+            if c:
+                out = _value(val, env, memo)
+                break
+    else:
+        args = [_value(a, env, memo) for a in e.args]
+        if any(a is NAN for a in args):
+            out = NAN
+        elif isinstance(e, sp.Mod) and args[1] == 0:
+            out = NAN  # sympy: ZeroDivisionError("Modulo by zero")
+        else:
+            try:
+                out = _canon(e.func(*args))
+            except (ZeroDivisionError, TypeError, ValueError):
+                out = NAN
+    memo[e] = out
+    return out
+
+
+def sympy_value(expr, point: dict) -> float:
+    """sympy's value of ``expr`` at ``point`` ({symbol: float}), NaN where undefined."""
+    env = {s: sp.Float(v, 30) for s, v in point.items()}
+    v = _value(sp.sympify(expr), env, {})
+    if v is NAN:
+        return math.nan
+    return float(v)
+
+
+def assert_matches(got, want, rtol=1e-9, atol=1e-9, what=""):
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    nan_ok = np.isnan(got) == np.isnan(want)
+    assert nan_ok.all(), f"{what}: NaN mismatch at {np.flatnonzero(~nan_ok)}: got " \
+                         f"{got[~nan_ok]}, want {want[~nan_ok]}"
+    fin = ~np.isnan(want)
+    np.testing.assert_allclose(got[fin], want[fin], rtol=rtol, atol=atol, err_msg=what)
+
+
+def both_backends(problem, pts, parameters=None):
+    """``fun`` from the NumPy and the torch (float64) evaluation of ``pts`` (S, n)."""
+    ev_np = problem.evaluate(pts, parameters=parameters)
+    ev_t = problem.evaluate(torch.tensor(pts, dtype=torch.float64), parameters=parameters)
+    return ev_np, ev_t
+
+
+# -- the construct table -------------------------------------------------------------
+E = sp.Piecewise
+CASES = {
+    "add_sub": x + y - 2 * z,
+    "mul": 3 * x * y * z,
+    "div": x / y,
+    "div_sum": (x + 1) / (y - z),
+    "recip_product": 1 / (x * y),
+    "int_pow": x**5 - 2 * x**3,
+    "neg_int_pow": x**-2,
+    "sympy_integer_exponent": sp.Pow(x, sp.Integer(7)) + y ** sp.Integer(-1),
+    "float_integral_exponent": x**2.0,
+    "rational_pow": x ** sp.Rational(3, 2),
+    "cube_root": x ** sp.Rational(1, 3),
+    "neg_half_pow": x ** sp.Rational(-1, 2),
+    "neg_rational_pow": x ** sp.Rational(-3, 2),
+    "float_pow": x**1.7,
+    "symbolic_pow": x**y,
+    "const_base_pow": 2**x + sp.E ** (y / 2),
+    "sqrt": sp.sqrt(x),
+    "exp": sp.exp(x),
+    "log": sp.log(x),
+    "log_base_2": sp.log(x, 2),
+    "log_base_10": sp.log(x + y, 10),
+    "log_symbolic_base": sp.log(x, y),
+    "sin": sp.sin(x),
+    "cos": sp.cos(x),
+    "tan": sp.tan(x),
+    "asin": sp.asin(x),
+    "acos": sp.acos(y),
+    "atan": sp.atan(x),
+    "atan2": sp.atan2(y, x),
+    "atan2_negative_zero": sp.atan2(-y, x),
+    "sinh": sp.sinh(x),
+    "cosh": sp.cosh(x),
+    "tanh": sp.tanh(x),
+    "asinh": sp.asinh(x),
+    "acosh": sp.acosh(x),
+    "atanh": sp.atanh(x),
+    "cot_sec_csc": sp.cot(x) + sp.sec(y) + sp.csc(z),
+    "abs": sp.Abs(x - y),
+    "sign": sp.sign(x),
+    "floor": sp.floor(x),
+    "ceiling": sp.ceiling(x + y),
+    "frac": sp.frac(x),
+    "mod_const": sp.Mod(x, 3),
+    "mod_negative": sp.Mod(x, -2),
+    "mod_float": sp.Mod(x, sp.Float(0.75)),
+    "mod_symbolic": sp.Mod(x, y),
+    "min2": sp.Min(x, y),
+    "min_many": sp.Min(x, y, z, 1),
+    "max_const": sp.Max(x, -2),
+    "max_many": sp.Max(x, y, z, sp.pi / 2),
+    "min_max_nested": sp.Min(sp.Max(x, y), z),
+    "piecewise": E((x**2, x < -1), (sp.sqrt(x), x > 0), (y, True)),
+    "piecewise_no_match": E((x, x > 0), (y, y > 0)),
+    "piecewise_dead_nan": E((sp.log(x), x > 0), (sp.sqrt(-x), True)),
+    "piecewise_and_or_not": E((x + y, sp.And(x > 0, y > 0)),
+                              (x - y, sp.Or(x < -1, sp.Not(y < 0))), (0, True)),
+    "piecewise_eq_ne": E((1, sp.Eq(x, y)), (2, sp.Ne(x, 1)), (3, True)),
+    "piecewise_xor": E((x, sp.Xor(x > 0, y > 0)), (-x, True)),
+    "piecewise_constants": E((0.1, x > 0), (0.3, True)),
+    "piecewise_nan_condition": E((1, sp.sqrt(x) > 1), (2, True)),
+    "heaviside": sp.Heaviside(x),
+    "heaviside_h0": sp.Heaviside(x - y, 0),
+    "heaviside_h1": sp.Heaviside(x, 1),
+    "pi_e": sp.pi * x + sp.E,
+    "rational": sp.Rational(2, 3) * x - sp.Rational(1, 7),
+    "large_integer": x + 10**30,
+    "large_integer_mul": 2**70 * x + sp.Integer(10) ** 20,
+    "constant": sp.Integer(3),
+    "composite": sp.sqrt(sp.Abs(x)) * sp.log(1 + x**2) - sp.exp(-(y**2)) * sp.cos(z),
+    "nested": sp.atan2(sp.sin(x), sp.cos(y))
+    + sp.Max(sp.floor(x), sp.ceiling(y)) * sp.Heaviside(z),
+}
+
+_S = (-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.25)
+POINTS = np.array([(a, b, c) for (a, b), c in zip(itertools.product(_S, (-1.0, 0.0, 1.0, 1.5)),
+                                                   itertools.cycle((-1.0, 0.0, 0.75)))]
+                  + [(1.0, 1.0, 0.0), (0.0, -0.0, 0.0)]
+                  + list(np.random.default_rng(7).uniform(-3, 3, size=(8, 3))))
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_construct_matches_sympy(name):
+    expr = CASES[name]
+    p = constropt.Problem(expr, variables=XYZ, bounds=BOX)
+    want = [sympy_value(expr, dict(zip(XYZ, pt, strict=True))) for pt in POINTS]
+    ev_np, ev_t = both_backends(p, POINTS)
+    assert_matches(ev_np.fun, want, what=f"{name} numpy")
+    assert_matches(ev_t.fun.numpy(), want, what=f"{name} torch")
+
+
+@pytest.mark.parametrize("name", ["piecewise", "min_many", "composite", "mod_symbolic"])
+def test_construct_in_constraints(name):
+    """The same constructs lowered as constraint leaves (violation of ``c <= 0.5``)."""
+    expr = CASES[name]
+    p = constropt.Problem(x * 0 + y * 0 + z * 0, [expr <= 0.5], variables=XYZ, bounds=BOX)
+    want = np.array([sympy_value(expr - 0.5, dict(zip(XYZ, pt, strict=True))) for pt in POINTS])
+    want_v = np.where(np.isnan(want), np.inf, np.maximum(want, 0.0))
+    ev_np, ev_t = both_backends(p, POINTS)
+    np.testing.assert_allclose(ev_np.violation[:, 0], want_v, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(ev_t.violation[:, 0].numpy(), want_v, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("expr", [sp.log(x), 1 / x, sp.sqrt(x - 1), sp.atan2(x, y),
+                                  x**-1, sp.Mod(y, x), x ** sp.Rational(-1, 2), sp.log(y - 1)])
+def test_undefined_values_are_nan(expr):
+    """log(0), 1/0, sqrt(-1), atan2(0, 0), 0**-1, Mod(y, 0), ... are NaN at (0, 0)."""
+    p = constropt.Problem(expr, variables=(x, y), bounds={x: (-1, 1), y: (-1, 1)})
+    ev_np, ev_t = both_backends(p, np.zeros((1, 2)))
+    assert np.isnan(ev_np.fun[0]) and torch.isnan(ev_t.fun[0])
+
+
+def test_dead_branch_never_poisons_live_branch():
+    """A NaN-producing dead branch gives exactly the live branch alone."""
+    pw = sp.Piecewise((sp.log(x) * sp.sqrt(x), x > 0), (x**2 + sp.acos(y), True))
+    live = x**2 + sp.acos(y)
+    pts = np.array([[-3.0, 0.25], [-1e-300, 0.5], [0.0, -1.0], [-2.0, 1.0]])
+    box = {x: (-5, 5), y: (-1, 1)}
+    a = constropt.Problem(pw, variables=(x, y), bounds=box)
+    b = constropt.Problem(live, variables=(x, y), bounds=box)
+    for ev_a, ev_b in zip(both_backends(a, pts), both_backends(b, pts), strict=True):
+        np.testing.assert_array_equal(np.asarray(ev_a.fun), np.asarray(ev_b.fun))
+    assert np.isfinite(a.evaluate(pts).fun).all()
+
+
+def test_piecewise_without_matching_branch_is_nan_not_zero():
+    p = constropt.Problem(sp.Piecewise((x, x > 1), (-x, x < -1)), variables=(x,),
+                          bounds={x: (-5, 5)})
+    ev_np, ev_t = both_backends(p, np.array([[0.0], [2.0], [-2.0]]))
+    assert np.isnan(ev_np.fun[0]) and ev_np.fun[1] == 2 and ev_np.fun[2] == 2
+    assert torch.isnan(ev_t.fun[0])
+
+
+# -- constraints -----------------------------------------------------------------------
+def test_strict_inequalities_at_their_boundary_are_infeasible():
+    p = constropt.Problem(x + y + z, [z < 0, y > 3, x <= 1], bounds=BOX)
+    pts = np.array([[1.0, 3.5, 0.0], [1.0, 3.0, -1.0], [1.0, 3.5, -1e-300], [1.0 + 1e-12, 4, -1]])
+    for ev in both_backends(p, pts):
+        feas = np.asarray(ev.feasible)
+        V = np.asarray(ev.violation)
+        assert feas.tolist() == [False, False, True, False]
+        assert V[0, 0] > 0 and V[1, 1] > 0 and V[3, 2] > 0
+        assert (V[2] == 0).all()
+
+
+def test_boolean_and_equality_constraints():
+    cons = [sp.Or(x < -1, x > 1), sp.Not(y > 2), sp.And(z >= 0, z <= 1), sp.Eq(x + y, 2)]
+    p = constropt.Problem(x**2, cons, bounds=BOX, eq_tol=1e-6)
+    pts = np.array([[0.0, 2.0, 0.5],     # Or fails
+                    [1.5, 0.5, 0.5],     # all hold
+                    [-1.5, 3.5, 0.5],    # Not fails
+                    [3.0, -1.0, 1.5],    # And fails
+                    [1.5, 0.5 + 1e-3, 0.5],  # Eq fails
+                    [1.5, 0.5 + 1e-7, 1.0]])  # Eq within eq_tol
+    for ev in both_backends(p, pts):
+        assert np.asarray(ev.feasible).tolist() == [False, True, False, False, False, True]
+        V = np.asarray(ev.violation)
+        np.testing.assert_allclose(V[0, 0], 1.0)
+        np.testing.assert_allclose(V[3, 2], 0.5)
+        np.testing.assert_allclose(V[4, 3], 1e-3, rtol=1e-6)
+
+
+def test_nan_constraint_is_violated():
+    p = constropt.Problem(x, [sp.log(x) <= 1, sp.Eq(sp.sqrt(x), 1)], bounds={x: (-2, 2)})
+    for ev in both_backends(p, np.array([[-1.0], [1.0]])):
+        V = np.asarray(ev.violation)
+        assert np.isinf(V[0]).all() and (V[1] == 0).all()
+
+
+# -- shared subexpressions and readable source --------------------------------------------
+def _functions(source: str) -> dict:
+    out, name = {}, None
+    for line in source.splitlines():
+        if line.startswith("def "):
+            name = line[4:line.index("(")]
+            out[name] = []
+        elif name:
+            out[name].append(line)
+    return {k: "\n".join(v) for k, v in out.items()}
+
+
+def test_blog_example_2_computes_shared_subexpressions_once():
+    f = x**2 + 2 * y**2 + 3 * z**2 + 4 * x * y - 5 * y * z
+    cons = [x >= 1, y > 3, y <= 7, z < 0, x + y + z >= 3, x**2 + z**2 <= 10]
+    p = constropt.Problem(f, cons, bounds={x: (1, 10), z: (-10, 0)})
+    funcs = _functions(p.source)
+    assert set(funcs) == {"fitness", "death", "report", "leaves"}
+    for name, body in funcs.items():
+        for sub in ("x * x", "z * z"):
+            assert body.count(sub) == 1, f"{sub} computed {body.count(sub)} times in {name}"
+        assert "y * y" in body
+    pts = np.array([[1.5, 3.5, -0.5], [1.0, 3.0, 0.0]])
+    want = [float(f.subs(dict(zip(XYZ, pt, strict=True)))) for pt in pts]
+    for ev in both_backends(p, pts):
+        np.testing.assert_allclose(np.asarray(ev.fun), want)
+        assert np.asarray(ev.feasible).tolist() == [True, False]
+
+
+def test_source_is_backend_independent_python():
+    p = constropt.Problem(sp.Piecewise((sp.sqrt(x), x > 0), (y, True)), [x + y <= 3],
+                          bounds={x: (-5, 5), y: (-5, 5)})
+    assert "torch" not in p.source.replace("constropt.lowering._rt_torch", "")
+    assert "np." not in p.source
+    compile(p.source, "<check>", "exec")
+    assert all(len(line) <= 100 for line in p.source.splitlines())
+
+
+def test_generated_code_shows_in_tracebacks():
+    p = constropt.Problem(x + y + z, bounds=BOX)
+    fitness = p.lowering.functions("numpy")["fitness"]
+    with pytest.raises(IndexError) as info:
+        fitness(np.zeros((2, 4)), np.zeros((0, 1)), 1e-4)  # no row for z
+    frames = traceback.extract_tb(info.value.__traceback__)
+    gen = [fr for fr in frames if fr.filename.startswith("<constropt-generated")]
+    assert gen and gen[-1].line == "z = cast(X[2], dtype)"
+
+
+def test_symbol_names_never_clash_with_generated_names():
+    names = sp.symbols("t0 f cv v0 c0 X P dtype where lambda sqrt out t1")
+    expr = sum((k + 1) * s**2 for k, s in enumerate(names)) + names[0] * names[-1]
+    p = constropt.Problem(expr, [names[1] + names[2] <= 1],
+                          bounds={s: (-2, 2) for s in names})
+    pts = np.random.default_rng(3).uniform(-2, 2, size=(5, len(names)))
+    order = p.variables
+    want = [float(expr.subs(dict(zip(order, pt, strict=True)))) for pt in pts]
+    for ev in both_backends(p, pts):
+        np.testing.assert_allclose(np.asarray(ev.fun), want)
+
+
+# -- backends, dtypes, parameters -------------------------------------------------------
+def test_float32_int8_storage_and_backends_agree():
+    expr = sp.sqrt(x**2 + y**2) + sp.Max(x, y) * sp.exp(-z / 4) + sp.Piecewise((1, x > y),
+                                                                              (0.5, True))
+    p = constropt.Problem(expr, [x + y <= 4], bounds=BOX)
+    X = np.random.default_rng(0).integers(-5, 6, size=(3, 200)).astype(np.int8)
+    P0, tol = np.zeros((0, 1)), 1e-4
+    ref = p.lowering.functions("numpy")["report"](X.astype(np.float64), P0, tol)[0]
+    fns = p.lowering.functions("torch")
+    for dtype, rtol in ((torch.float64, 1e-12), (torch.float32, 1e-5)):
+        P = torch.zeros((0, 1), dtype=dtype)
+        f, V = fns["report"](torch.from_numpy(X), P, torch.tensor(tol, dtype=dtype))
+        assert f.dtype == dtype and V.dtype == dtype
+        np.testing.assert_allclose(f.numpy(), ref, rtol=rtol)
+    f_np = p.lowering.functions("numpy")["report"](X, P0, tol)[0]
+    np.testing.assert_allclose(f_np, ref, rtol=1e-12)
+
+
+def test_parameters_are_inputs_not_code():
+    a, b = sp.symbols("a b")
+    expr = a * x**2 + sp.Piecewise((b, x > 0), (-b, True))
+    p2 = constropt.Problem(expr, [x <= a], parameters={a: 2.0, b: 1.0}, bounds={x: (-3, 3)})
+    p5 = constropt.Problem(expr, [x <= a], parameters={a: 5.0, b: -1.0}, bounds={x: (-3, 3)})
+    assert p2.source == p5.source
+    assert "P[0]" in p2.source and "2.0 *" not in p2.source
+    pts = np.array([[-1.0], [0.5], [2.5]])
+    for ev in both_backends(p2, pts, parameters={a: 3.0}):
+        np.testing.assert_allclose(np.asarray(ev.fun), [3 - 1, 0.75 + 1, 18.75 + 1])
+        assert np.asarray(ev.feasible).tolist() == [True, True, True]
+    ev = p2.evaluate(pts)
+    np.testing.assert_allclose(ev.fun, [2 - 1, 0.5 + 1, 12.5 + 1])
+    assert ev.feasible.tolist() == [True, True, False]
+
+
+# -- derivatives --------------------------------------------------------------------------
+def _finite_differences(leaves, X, P, h=1e-6):
+    n = X.shape[0]
+    f0, C0 = leaves(X, P)
+    g = np.zeros((n,) + X.shape[1:])
+    J = np.zeros((C0.shape[0], n) + X.shape[1:])
+    for k in range(n):
+        e = np.zeros((n, 1))
+        e[k] = h
+        fp, Cp = leaves(X + e, P)
+        fm, Cm = leaves(X - e, P)
+        g[k] = (fp - fm) / (2 * h)
+        J[:, k] = (Cp - Cm) / (2 * h)
+    return g, J
+
+
+DERIV_CASES = [
+    x**2 * sp.sin(y) + sp.exp(z) / (1 + x**2),
+    sp.Abs(x - y) + sp.Max(x, y, z) + sp.Min(x, 1) + sp.sqrt(x**2 + y**2 + 1),
+    sp.floor(x) * y + sp.ceiling(y) * z + sp.frac(z) * x + sp.Mod(x, 1.5) * y,
+    sp.Heaviside(y) * x + sp.sign(x) * z**2 + sp.atan2(y, x),
+    sp.Piecewise((sp.log(x + 5), x > 0), (x**3, y > 0), (sp.cosh(y), True)),
+    (x + 6) ** (y / 3) + sp.log(z + 6, 3) + sp.atan(x * y * z),
+]
+
+
+@pytest.mark.parametrize("k", range(len(DERIV_CASES)))
+def test_symbolic_derivatives_match_finite_differences(k):
+    expr = DERIV_CASES[k]
+    p = constropt.Problem(expr, [x * y + z**2 <= 3, sp.Eq(sp.Mod(x, 2) + y, 1)], bounds=BOX)
+    assert p.lowering.derivative_method == "symbolic"
+    X = np.random.default_rng(k).uniform(-3, 3, size=(3, 16))
+    P = np.zeros((0, 1))
+    with np.errstate(all="ignore"):
+        g, J = p.lowering.derivatives("numpy")(X, P)
+        g_fd, J_fd = _finite_differences(p.lowering.functions("numpy")["leaves"], X, P)
+    assert g.shape == (3, 16) and J.shape == (2, 3, 16)
+    np.testing.assert_allclose(g, g_fd, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(J, J_fd, rtol=1e-5, atol=1e-5)
+    gt, Jt = p.lowering.derivatives("torch")(torch.tensor(X), torch.zeros((0, 1),
+                                                                          dtype=torch.float64))
+    np.testing.assert_allclose(gt.numpy(), g, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(Jt.numpy(), J, rtol=1e-12, atol=1e-12)
+
+
+# -- unsupported constructs ---------------------------------------------------------------
+@pytest.mark.parametrize("expr, name", [
+    (sp.Function("g")(x), "g"),
+    (sp.Integral(x**2, x), "Integral"),
+    (sp.Derivative(sp.Function("h")(x), x), "Derivative"),
+    (sp.zeta(x), "zeta"),
+    (sp.gamma(x), "gamma"),
+    (sp.erf(x), "erf"),
+])
+def test_unsupported_constructs_raise_naming_the_node(expr, name):
+    with pytest.raises(UnsupportedExpressionError, match=name):
+        constropt.Problem(expr + x, variables=(x,), bounds={x: (0, 1)})
+    with pytest.raises(UnsupportedExpressionError, match=name):
+        constropt.Problem(x, [expr <= 1], variables=(x,), bounds={x: (0, 1)})
+
+
+def test_unsupported_error_lists_what_is_supported():
+    with pytest.raises(UnsupportedExpressionError, match="AppliedUndef.*supported: arithmetic"):
+        constropt.Problem(sp.Function("g")(x), variables=(x,), bounds={x: (0, 1)})
+
+
+@pytest.mark.compile
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch internals, on import
+def test_torch_compile_matches_eager():
+    f = x**2 + 2 * y**2 + 3 * z**2 + 4 * x * y - 5 * y * z + sp.Piecewise((sp.log(x), x > 0),
+                                                                          (0.5, True))
+    p = constropt.Problem(f, [x + y + z >= 3, x**2 + z**2 <= 10, z < 0], bounds=BOX)
+    fitness = p.lowering.functions("torch")["fitness"]
+    X = torch.tensor(np.random.default_rng(0).uniform(-5, 5, size=(3, 64)))
+    P, tol = torch.zeros((0, 1), dtype=torch.float64), torch.tensor(1e-4, dtype=torch.float64)
+    eager = fitness(X, P, tol)
+    compiled = torch.compile(fitness, dynamic=True)(X, P, tol)
+    for a, b in zip(eager, compiled, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
