@@ -7,6 +7,7 @@ exact derivatives and cross-checked against scipy.
 >>> res = constropt.solve((x - 1)**2 + (y - 2)**2, [x + y <= 2], seed=0)  # doctest: +SKIP
 """
 
+from ._batch import BatchResult, solve_batch
 from ._crosscheck import CrossCheck, ReferenceRun, Verdict, cross_check
 from ._errors import (CheckpointError, ConstroptError, DeviceError, OptionError, ParseError,
                       ProblemError, SolveFailedError, UnsupportedExpressionError)
@@ -23,7 +24,7 @@ from . import benchmarks, files
 __version__ = "0.1.0"
 
 __all__ = [
-    "solve", "resume", "cross_check", "CrossCheck", "ReferenceRun", "Verdict", "Problem", "Evaluation", "Result", "Status", "History", "SolveOptions", "Progress", "ScipyProblem",
+    "solve", "solve_batch", "BatchResult", "resume", "cross_check", "CrossCheck", "ReferenceRun", "Verdict", "Problem", "Evaluation", "Result", "Status", "History", "SolveOptions", "Progress", "ScipyProblem",
     "ConstroptError", "ProblemError", "UnsupportedExpressionError", "OptionError",
     "DeviceError", "ParseError", "CheckpointError", "SolveFailedError", "BoundsWarning", "MemoryWarning",
     "DEFAULT_BOUND", "benchmarks", "files", "__version__",

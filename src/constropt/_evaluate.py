@@ -20,10 +20,15 @@ def _as_points(points, n: int, xp):
 
 
 def report_numpy(problem, X: np.ndarray, pvec: np.ndarray):
-    """Generated ``report`` on a variable-major float64 array ``X`` (N, S)."""
+    """Generated ``report`` on a variable-major float64 array ``X`` (N, S).
+
+    ``pvec`` is ``(n_params,)`` for one parameter vector, or ``(n_params, S)`` for one per
+    point (a batch of instances).
+    """
     ns = problem.lowering.functions("numpy")
+    P = pvec.reshape(-1, 1) if np.ndim(pvec) == 1 else pvec
     with np.errstate(all="ignore"):
-        f, V = ns["report"](X, pvec.reshape(-1, 1), problem.eq_tol)
+        f, V = ns["report"](X, P, problem.eq_tol)
     return np.asarray(f, dtype=np.float64), np.asarray(V, dtype=np.float64)
 
 

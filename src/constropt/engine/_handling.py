@@ -66,15 +66,18 @@ class Handler:
         return torch.where(cv > 0, inf, f), torch.zeros_like(cv)
 
     def initial_level(self, f, cv):
-        """The level at generation 0 from the initial population (tensor, no sync)."""
+        """The level at generation 0 from the initial population (tensor, no sync).
+
+        Computed along the last (population) axis: one level per instance of a batch.
+        """
         if self.name == "epsilon":
             finite = torch.where(torch.isfinite(cv), cv, torch.zeros_like(cv))
-            k = max(1, int(self.theta * cv.shape[0]))
-            return torch.sort(finite).values[k - 1]
+            k = max(1, int(self.theta * cv.shape[-1]))
+            return torch.sort(finite, dim=-1).values[..., k - 1]
         if self.name == "penalty":
-            scale = torch.where(torch.isfinite(f), f.abs(), torch.zeros_like(f)).median()
-            return torch.clamp(scale, min=1.0)
-        return torch.zeros((), dtype=f.dtype, device=f.device)
+            scale = torch.where(torch.isfinite(f), f.abs(), torch.zeros_like(f))
+            return torch.clamp(scale.median(dim=-1).values, min=1.0)
+        return torch.zeros(f.shape[:-1], dtype=f.dtype, device=f.device)
 
     def next_level(self, level, level0, progress: float, best_cv):
         """The level for the next generation.

@@ -1,0 +1,71 @@
+"""Batched parametric solves: one vectorized run, one Result per instance."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import constropt
+from constropt import BatchResult, OptionError, ProblemError, Status
+
+x, y, r, c = sp.symbols("x y r c")
+
+
+@pytest.fixture(scope="module")
+def disc():
+    return constropt.Problem(x + y, [x**2 + y**2 <= r**2], bounds={x: (-6, 6), y: (-6, 6)},
+                             parameters={r: 1.0})
+
+
+def test_closed_form_optima_per_instance(disc):
+    radii = np.array([0.5, 1.0, 2.0, 3.0, 5.0])
+    br = constropt.solve_batch(disc, {r: radii}, seed=0)
+    assert isinstance(br, BatchResult) and len(br) == 5
+    np.testing.assert_allclose(br.fun, -math.sqrt(2) * radii, rtol=1e-7)
+    np.testing.assert_allclose(br.x[:, 0], -radii / math.sqrt(2), rtol=1e-5)
+    assert br.success.all() and br.feasible.all()
+    for res, rad in zip(br, radii):
+        assert res.status is Status.CONVERGED and res.nit > 0 and res.nfev > 0
+        assert res.x[x] ** 2 + res.x[y] ** 2 <= rad**2 + 1e-12
+    np.testing.assert_array_equal(br.parameters[r], radii)
+
+
+def test_batch_matches_sequential_solves(disc):
+    radii = np.array([0.7, 1.9])
+    br = constropt.solve_batch(disc, {r: radii}, seed=3)
+    for k, rad in enumerate(radii):
+        one = constropt.solve(disc, seed=3, parameters={r: rad})
+        assert br.fun[k] == pytest.approx(one.fun, rel=1e-9)
+
+
+def test_infeasible_instances_are_reported_per_instance():
+    p = constropt.Problem(x**2 + y**2, [x + y >= c, x + y <= 1], bounds={x: (-3, 3), y: (-3, 3)},
+                          parameters={c: 0.0})
+    br = constropt.solve_batch(p, {c: [0.0, 2.0]}, seed=0)
+    assert br.feasible.tolist() == [True, False]
+    assert br[0].fun == pytest.approx(0.0, abs=1e-9)
+    assert br[1].status is Status.INFEASIBLE and not br[1].success
+
+
+def test_equality_constrained_batch_uses_epsilon():
+    p = constropt.Problem(x**2 + y**2, [sp.Eq(x + y, c)], bounds={x: (-3, 3), y: (-3, 3)},
+                          parameters={c: 1.0}, eq_tol=1e-8)
+    vals = np.array([1.0, 2.0, -1.0])
+    br = constropt.solve_batch(p, {c: vals}, seed=1)
+    np.testing.assert_allclose(br.fun, vals**2 / 2, rtol=1e-6)
+
+
+def test_bad_batch_input(disc):
+    with pytest.raises(OptionError, match="parameters"):
+        constropt.solve_batch(disc, {}, seed=0)
+    with pytest.raises(ProblemError, match="not a parameter"):
+        constropt.solve_batch(disc, {x: [1.0, 2.0]}, seed=0)
+    with pytest.raises(OptionError, match="different lengths"):
+        p = constropt.Problem(x + y, [x**2 + y**2 <= r**2, x <= c],
+                              bounds={x: (-6, 6), y: (-6, 6)}, parameters={r: 1.0, c: 1.0})
+        constropt.solve_batch(p, {r: [1.0, 2.0], c: [1.0, 2.0, 3.0]})
+    with pytest.raises(OptionError, match="does not support restarts"):
+        constropt.solve_batch(disc, {r: [1.0]}, restarts=2)
