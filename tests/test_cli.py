@@ -105,3 +105,15 @@ def test_version_and_help():
     assert cli("--version").returncode == 0
     out = cli("--help")
     assert out.returncode == 0 and all(c in out.stdout for c in ("solve", "check", "demo", "bench"))
+
+
+def test_plot_option_writes_pngs(tmp_path):
+    pytest.importorskip("matplotlib")
+    f = tmp_path / "two.toml"
+    f.write_text('objective = "(x - 1)**2 + (y - 2)**2"\nconstraints = ["x + y <= 2"]\n'
+                 "[variables]\nx = [-3, 3]\ny = [-3, 3]\n")
+    png = tmp_path / "run.png"
+    out = cli("solve", f, "--seed", "0", "--plot", png)
+    assert out.returncode == 0, out.stderr
+    for p in (png, tmp_path / "run-problem.png"):
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000

@@ -52,6 +52,11 @@ def _emit(result, as_json: bool, plot: str | None) -> None:
             click.echo(result.cross_check.table())
     if plot:
         result.plot(plot)
+        problem = result.problem
+        if problem is not None and problem.n == 2 and not problem.has_vector_variables:
+            root, dot, ext = plot.rpartition(".")
+            region = f"{root}-problem.{ext}" if dot else f"{plot}-problem.png"
+            problem.plot(result, path=region)
 
 
 _common = [
@@ -63,7 +68,8 @@ _common = [
     click.option("--pop-size", type=int, default=None, help="Population size."),
     click.option("--json", "as_json", is_flag=True, help="Print the full result as JSON."),
     click.option("--plot", type=click.Path(dir_okay=False), default=None,
-                 help="Write a convergence plot (PNG) to this file."),
+                 help="Write a convergence plot (PNG) to this file; for two-variable "
+                      "problems also FILE-problem.png (feasible region, contours, optimum)."),
 ]
 
 
