@@ -193,10 +193,11 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
         problem = objective
         t_lower = 0.0
     else:
+        t0 = time.perf_counter()
         problem = Problem(objective, constraints, variables=variables, bounds=bounds,
                           maximize=maximize, parameters=opts.parameters, eq_tol=opts.eq_tol,
                           default_bound=opts.default_bound)
-        t_lower = time.perf_counter() - t_start
+        t_lower = time.perf_counter() - t0
     pvec = problem.parameter_vector(opts.parameters if isinstance(objective, Problem) else None)
     settings = {"seed": seed, "device": str(dev), "dtype": dtype, "compile": compile,
                 "cross_check": cross_check, "pvec": pvec,
