@@ -38,7 +38,8 @@ class BatchResult:
     parameters : dict
         ``{symbol: ndarray (B,)}``, the values each instance was solved with.
     timings : dict
-        Seconds for the whole batch: ``search``, ``polish``, ``total``.
+        Seconds for the whole batch: ``compile``, ``search``, ``polish``, ``total`` (each
+        Result's timings are its share, the batch's divided by ``B``).
     """
 
     results: tuple
@@ -93,7 +94,7 @@ def _param_matrix(problem: Problem, parameters) -> tuple[np.ndarray, dict]:
 
 
 def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None, seed=None,
-                **options) -> BatchResult:
+                compile="auto", **options) -> BatchResult:
     """Solve one parametric problem for ``B`` parameter values at once.
 
     Parameters
@@ -104,6 +105,9 @@ def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None
         ``{symbol: array of B values}``; parameters not listed keep the problem's value.
     device, dtype, seed
         As in :func:`constropt.solve`.
+    compile : "auto", True or False
+        Compile the batched generation step; ``"auto"`` when ``pop_size * n * B`` reaches
+        ``COMPILE_THRESHOLD``.
     **options
         Options of :func:`constropt.solve` that apply here: ``pop_size`` (per instance),
         ``max_generations``, ``max_evals`` (per instance), ``stagnation``, ``ftol``,
@@ -119,7 +123,7 @@ def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None
 
     from ._evaluate import report_numpy
     from ._evaluator import resolve_device, resolve_dtype
-    from ._solve import _key, _point_dict, _seed
+    from ._solve import _compile_choice, _key, _point_dict, _seed
     from .engine import _de
     from .engine._ga import Population, initial
     from .engine._handling import make_handler
@@ -148,6 +152,11 @@ def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None
     cfg = _de.DEConfig(strategy=opts.strategy)
     fitness = problem.lowering.functions("torch")["fitness"]
     step = _de.make_step(fitness, handler, cfg)
+    use_compile = _compile_choice(compile, S * n * B)
+    if use_compile:
+        from ._evaluator import compiled
+
+        step = compiled(step, (problem.source, "de_step_batch", handler, cfg))
     P = torch.as_tensor(M, dtype=wdtype, device=dev)[:, :, None]        # (n_p, B, 1)
     tol = torch.tensor(problem.eq_tol, dtype=wdtype, device=dev)
     shape = (n, 1, 1)
@@ -184,6 +193,14 @@ def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None
     last_f, last_cv = bf.clone(), bcv.clone()
     reason = torch.full((B,), 1, dtype=torch.int64, device=dev)  # 1 max gens, 2 stag, 3 tgt
     t_search = time.perf_counter()
+    compile_s = 0.0
+    if use_compile:  # the first call compiles: run it on a copy, with its own randoms
+        scratch = torch.Generator(device=dev)
+        scratch.manual_seed(0)
+        step(pop, mem, _de.draw(scratch, cfg, n, S, dev, wdtype, (B,)), lower, upper, integer,
+             P, tol, level)
+        compile_s = time.perf_counter() - t_search
+        t_search = time.perf_counter()
     for g in range(1, G + 1):
         rnd = _de.draw(gen, cfg, n, S, dev, wdtype, (B,))
         new_pop, new_mem, _ = step(pop, mem, rnd, lower, upper, integer, P, tol, level)
@@ -254,16 +271,17 @@ def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None
             feasible=feasible, maxcv=float(Vb.max()) if Vb.size else 0.0, violations=Vb,
             success=feasible, status=status, message=message, nit=int(nits[b]),
             nfev=int(nfev[b]) + used, seed=seed, device=str(dev),
-            timings={"search": search_s / B, "polish": 0.0, "total": 0.0},
+            timings={},
             history=History(S * (1 + np.arange(k)), sign * hf[:k, b], hc[:k, b]),
             problem=problem))
     polish_s = time.perf_counter() - t_pol
     total = time.perf_counter() - t_start
-    results = tuple(replace(r, timings={"search": search_s / B, "polish": polish_s / B,
-                                        "total": total / B}) for r in results)
+    share = {"compile": compile_s / B, "search": search_s / B, "polish": polish_s / B,
+             "total": total / B}  # each instance's share of the batch's time
+    results = tuple(replace(r, timings=share) for r in results)
     return BatchResult(
         results=results, x=np.stack([r.x_array for r in results]),
         fun=np.array([r.fun for r in results]),
         feasible=np.array([r.feasible for r in results]),
         success=np.array([r.success for r in results]), parameters=pdict,
-        timings={"search": search_s, "polish": polish_s, "total": total})
+        timings={"compile": compile_s, "search": search_s, "polish": polish_s, "total": total})
