@@ -123,7 +123,7 @@ def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None
 
     from ._evaluate import report_numpy
     from ._evaluator import resolve_device, resolve_dtype
-    from ._solve import _compile_choice, _key, _point_dict, _seed
+    from ._solve import _compile_choice, _point_dict, _seed, polish_from
     from .engine import _de
     from .engine._ga import Population, initial
     from .engine._handling import make_handler
@@ -250,17 +250,7 @@ def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None
         xb, fb, Vb = best[:, b].copy(), float(f64[b]), V[:, b].copy()
         used = 0
         if opts.polish and reasons[b] != 3:
-            from ._polish import polish
-            from ._solve import check_point
-
-            for margin in (0.0, 1e-9, 1e-6):
-                cand, k = polish(problem, xb, M[:, b], margin=margin)
-                used += k
-                f_c, V_c = check_point(problem, cand, M[:, b])
-                if np.all(V_c == 0):
-                    if _key(problem, f_c, V_c) < _key(problem, fb, Vb):
-                        xb, fb, Vb = cand, f_c, V_c
-                    break
+            xb, fb, Vb, used, _ = polish_from(problem, xb, M[:, b], xb, fb, Vb, None, 0)
         feasible = bool(np.all(Vb == 0))
         status = statuses[int(reasons[b])] if feasible else Status.INFEASIBLE
         message = status.value if feasible else \

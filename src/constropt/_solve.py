@@ -115,12 +115,32 @@ def _key(problem, f: float, V: np.ndarray):
     return (cv, math.inf if math.isnan(fmin) else fmin)
 
 
+def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev):
+    """SLSQP from ``start`` (strict margin 0, then 1e-9, then 1e-6 if it ends a hair
+    outside); the result replaces ``best`` if feasible and better.
+
+    Returns ``(x, f, V, nfev, stop)``; ``stop`` when the budget is spent.
+    """
+    from ._polish import polish
+
+    for margin in (0.0, 1e-9, 1e-6):
+        budget = None if max_evals is None else max_evals - nfev
+        if budget is not None and budget < 10:
+            return best, f_best, V_best, nfev, True
+        cand, used = polish(problem, start, pvec, max_evals=budget, margin=margin)
+        nfev += used
+        f_c, V_c = check_point(problem, cand, pvec)
+        if np.all(V_c == 0):
+            if _key(problem, f_c, V_c) < _key(problem, f_best, V_best):
+                best, f_best, V_best = cand, f_c, V_c
+            break
+    return best, f_best, V_best, nfev, False
+
+
 def _polish_stage(problem, out, best, f_best, V_best, pvec, max_evals, nfev,
                   starts: int = 3):
     """SLSQP from the best point and from other distinct good points of the last
     population; keep the best feasible result.  Returns ``(x, f, V, nfev)``."""
-    from ._polish import polish
-
     pop = out.population.X.double().cpu().numpy()
     cands = [best]
     for j in range(pop.shape[1]):
@@ -131,17 +151,10 @@ def _polish_stage(problem, out, best, f_best, V_best, pvec, max_evals, nfev,
         if all(np.max(np.abs(p - c) / scale) > 1e-3 for c in cands):
             cands.append(p)
     for start in cands:
-        for margin in (0.0, 1e-9, 1e-6):  # a margin if SLSQP ends a hair outside
-            budget = None if max_evals is None else max_evals - nfev
-            if budget is not None and budget < 10:
-                return best, f_best, V_best, nfev
-            cand, used = polish(problem, start, pvec, max_evals=budget, margin=margin)
-            nfev += used
-            f_c, V_c = check_point(problem, cand, pvec)
-            if np.all(V_c == 0):
-                if _key(problem, f_c, V_c) < _key(problem, f_best, V_best):
-                    best, f_best, V_best = cand, f_c, V_c
-                break
+        best, f_best, V_best, nfev, stop = polish_from(problem, start, pvec, best, f_best,
+                                                       V_best, max_evals, nfev)
+        if stop:
+            break
     return best, f_best, V_best, nfev
 
 
