@@ -106,8 +106,9 @@ def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None
     device, dtype, seed
         As in :func:`constropt.solve`.
     compile : "auto", True or False
-        Compile the batched generation step; ``"auto"`` when ``pop_size * n * B`` reaches
-        ``COMPILE_THRESHOLD``.
+        Compile the batched generation step; ``"auto"`` when ``4 * pop_size * n * B``
+        reaches ``COMPILE_THRESHOLD`` (a quarter of a single solve's threshold: a batch
+        runs as many generations over ``B`` times the individuals).
     **options
         Options of :func:`constropt.solve` that apply here: ``pop_size`` (per instance),
         ``max_generations``, ``max_evals`` (per instance), ``stagnation``, ``ftol``,
@@ -152,7 +153,8 @@ def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None
     cfg = _de.DEConfig(strategy=opts.strategy)
     fitness = problem.lowering.functions("torch")["fitness"]
     step = _de.make_step(fitness, handler, cfg)
-    use_compile = _compile_choice(compile, S * n * B)
+    # a batch runs hundreds of generations over S * B individuals: compiling pays sooner
+    use_compile = _compile_choice(compile, 4 * S * n * B)
     if use_compile:
         from ._evaluator import compiled
 
