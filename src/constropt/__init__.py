@@ -18,13 +18,14 @@ from ._problem import DEFAULT_BOUND, BoundsWarning, Evaluation, Problem
 from ._progress import Progress
 from ._result import History, Result, Status
 from ._solve import resume, solve
+from ._distributed import DistributedError, solve_islands
 
 from . import benchmarks, files
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "solve", "solve_batch", "BatchResult", "resume", "cross_check", "CrossCheck", "ReferenceRun", "Verdict", "Problem", "Evaluation", "Result", "Status", "History", "SolveOptions", "Progress", "ScipyProblem",
+    "solve", "solve_islands", "DistributedError", "solve_batch", "BatchResult", "resume", "cross_check", "CrossCheck", "ReferenceRun", "Verdict", "Problem", "Evaluation", "Result", "Status", "History", "SolveOptions", "Progress", "ScipyProblem",
     "ConstroptError", "ProblemError", "UnsupportedExpressionError", "OptionError",
     "DeviceError", "ParseError", "CheckpointError", "SolveFailedError", "BoundsWarning", "MemoryWarning",
     "DEFAULT_BOUND", "benchmarks", "files", "__version__",

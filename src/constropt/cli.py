@@ -145,9 +145,17 @@ def main() -> None:
 @click.option("--checkpoint-every", type=int, default=None, help="Generations between checkpoints.")
 @click.option("--resume", is_flag=True,
               help="Continue from --checkpoint (refused if it belongs to another problem).")
+@click.option("--distributed", is_flag=True,
+              help="Run as one island of an island model launched by torchrun "
+                   "(constropt.solve_islands); only rank 0 prints the result.")
 def solve_cmd(problem_file, device, seed, max_evals, time_limit, pop_size, as_json, plot,
-              checkpoint, checkpoint_every, resume):
+              checkpoint, checkpoint_every, resume, distributed):
     """Solve the problem described in PROBLEM_FILE (.toml, .yaml)."""
+    if distributed:
+        from ._distributed import cli_solve
+
+        sys.exit(cli_solve(problem_file, device, seed, max_evals, time_limit, pop_size,
+                           checkpoint, resume, lambda res: _emit(res, as_json, plot)))
     res = _solve_file(problem_file, False, device, seed, max_evals, time_limit, pop_size,
                       checkpoint, checkpoint_every, resume)
     _emit(res, as_json, plot)

@@ -165,13 +165,15 @@ def run(algorithm, X0, term: Termination, *, monitor=None, restarts: int = 0,
             alg = algorithm.advance(st.alg, progress)
             best = _merge(st.best, algorithm.population(alg))
             st.alg, st.best, st.nfev, st.g = alg, best, st.nfev + S, g
+            hook_stop = False
             if on_generation is not None:
-                if on_generation(st, algorithm):
-                    reason = Status.CALLBACK
-                    break
+                hook_stop = bool(on_generation(st, algorithm))
                 best = st.best = _merge(st.best, algorithm.population(st.alg))
             st.hist[g, 0], st.hist[g, 1] = best[1], best[2]
             st.hist_nfev[g] = st.nfev
+            if hook_stop:
+                reason = Status.CALLBACK
+                break
             if term.time_limit is not None and \
                     elapsed0 + time.perf_counter() - t0 >= term.time_limit:
                 reason = Status.TIME_LIMIT

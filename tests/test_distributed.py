@@ -1,0 +1,308 @@
+"""The island model (``constropt.solve_islands``) on torch.distributed.
+
+The multi-process tests launch real ranks with ``python -m torch.distributed.run``
+(torchrun) on localhost with the gloo backend: two CPU processes, one thread each.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import constropt
+from constropt._distributed import _inject
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "problems"
+
+# A multimodal 2-D problem: many local minima; the global one is at about
+# (0.53397, -1.54359) with f = -0.9467693169 (dense grid + SLSQP, see the test).
+PROBLEM = textwrap.dedent("""
+    import sympy as sp
+    x, y = sp.symbols("x y")
+    OBJ = sp.sin(3 * x) * sp.cos(2 * y) + sp.Rational(1, 10) * ((x - 1)**2 + (y + 1)**2)
+    CONS = [x + y <= 1]
+    BOUNDS = {x: (-4, 4), y: (-4, 4)}
+""")
+
+
+def _reference_optimum():
+    from scipy.optimize import minimize
+
+    def f(v):
+        return np.sin(3 * v[0]) * np.cos(2 * v[1]) + 0.1 * ((v[0] - 1)**2 + (v[1] + 1)**2)
+
+    g = np.linspace(-4, 4, 801)
+    X, Y = np.meshgrid(g, g)
+    F = f((X, Y))
+    F[X + Y > 1] = np.inf
+    i = np.unravel_index(np.argmin(F), F.shape)
+    r = minimize(f, [X[i], Y[i]], bounds=[(-4, 4)] * 2, tol=1e-14,
+                 constraints=[{"type": "ineq", "fun": lambda v: 1 - v[0] - v[1]}])
+    return r.x, float(r.fun)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env():
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
+    env.update(PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="")
+    return env
+
+
+def torchrun(args, *, timeout=90, monitor=None):
+    """Two ranks on localhost; returns (CompletedProcess, seconds)."""
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+           "--master_addr=127.0.0.1", f"--master_port={_free_port()}"]
+    if monitor is not None:
+        cmd.append(f"--monitor-interval={monitor}")
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd + [str(a) for a in args], env=_env(), cwd=ROOT, text=True,
+                         capture_output=True, timeout=timeout)
+    return out, time.perf_counter() - t0
+
+
+ISLANDS_SCRIPT = PROBLEM + textwrap.dedent("""
+    import json, os, sys
+    import constropt
+
+    out = sys.argv[1]
+    rank = int(os.environ["RANK"])
+    runs = {}
+    for name, kw in [("de_ring", dict(topology="ring")),
+                     ("ga_all", dict(topology="all", algorithm="ga")),
+                     ("de_ring_again", dict(topology="ring"))]:
+        r = constropt.solve_islands(OBJ, CONS, bounds=BOUNDS, seed=3, migrate_every=10,
+                                    migrants=2, pop_size=40, timeout=30.0, **kw)
+        runs[name] = {"x": r.x_array.tolist(), "fun": r.fun, "feasible": r.feasible,
+                      "success": r.success, "message": r.message, "nit": r.nit,
+                      "nfev": r.nfev, "seed": r.seed, "hist": r.history.fun.tolist(),
+                      "status": r.status.name}
+    try:  # a rank with other settings: every rank refuses, nobody hangs
+        constropt.solve_islands(OBJ, CONS, bounds=BOUNDS, seed=3, pop_size=40 + 2 * rank)
+    except constropt.DistributedError as exc:
+        runs["mismatch"] = str(exc)
+    with open(os.path.join(out, f"rank{rank}.json"), "w") as fh:
+        json.dump(runs, fh)
+""")
+
+
+def test_two_ranks_migrate_and_agree_on_the_best(tmp_path):
+    script = tmp_path / "islands.py"
+    script.write_text(ISLANDS_SCRIPT)
+    out, secs = torchrun([script, tmp_path])
+    assert out.returncode == 0, out.stdout + out.stderr
+    r0 = json.loads((tmp_path / "rank0.json").read_text())
+    r1 = json.loads((tmp_path / "rank1.json").read_text())
+    x_ref, f_ref = _reference_optimum()
+    for name in ("de_ring", "ga_all", "de_ring_again"):
+        a, b = r0[name], r1[name]
+        assert a == b, f"{name}: ranks returned different results"  # identical, every field
+        m = a["message"]
+        assert "; islands: 2 ranks, " in m, m
+        migrations = int(m.split("; islands: 2 ranks, ")[1].split(" migration")[0])
+        assert migrations > 0 and migrations == a["nit"] // 10, m
+        assert ("(ring)" in m) == name.startswith("de_ring") and ("(all)" in m) != ("(ring)" in m)
+        assert a["success"] and a["feasible"] and a["seed"] == 3
+        assert abs(a["fun"] - f_ref) <= 1e-6, (name, a["fun"], f_ref)
+        assert np.allclose(a["x"], x_ref, atol=1e-3), (name, a["x"], x_ref)
+        assert np.all(np.isfinite(a["hist"]))  # the stopping generation is recorded too
+    assert r0["de_ring"] == r0["de_ring_again"]  # same seed, same run (CPU)
+    for r, data in enumerate((r0, r1)):
+        assert data["mismatch"].startswith(f"island rank {r} of 2: ranks [1] run a different "
+                                           "problem or different settings than rank 0")
+    assert secs < 60, secs
+
+
+CRASH_SCRIPT = PROBLEM + textwrap.dedent("""
+    import json, os, sys, time
+    import constropt
+
+    out, mode = sys.argv[1], sys.argv[2]
+    rank = int(os.environ["RANK"])
+
+    def callback(progress):  # rank 1 dies (or hangs) after the migration of generation 20
+        if rank == 1 and progress.generation >= 20:
+            if mode == "crash":
+                os._exit(3)
+            time.sleep(600)
+
+    t0 = time.perf_counter()
+    try:
+        constropt.solve_islands(OBJ, CONS, bounds=BOUNDS, seed=1, migrate_every=10,
+                                timeout=float(sys.argv[3]), max_generations=10**6,
+                                stagnation=10**6, callback=callback)
+    except constropt.DistributedError as exc:
+        with open(os.path.join(out, f"error{rank}.json"), "w") as fh:
+            json.dump({"message": str(exc), "rank": exc.rank,
+                       "seconds": time.perf_counter() - t0,
+                       "is_constropt_error": isinstance(exc, constropt.ConstroptError)}, fh)
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(5)
+    sys.exit(0)
+""")
+
+
+@pytest.mark.parametrize("mode", ["crash", "hang"])
+def test_a_failing_rank_makes_the_other_exit_with_a_clear_error(tmp_path, mode):
+    """A peer that crashes fails the next collective at once; one that hangs, after the
+    timeout.  The surviving rank raises DistributedError and exits: nothing hangs."""
+    script = tmp_path / "crash.py"
+    script.write_text(CRASH_SCRIPT)
+    # a slow monitor lets rank 0 report the error before torchrun tears the job down
+    out, secs = torchrun([script, tmp_path, mode, 8.0], timeout=90, monitor=3)
+    assert out.returncode != 0
+    err_file = tmp_path / "error0.json"
+    assert err_file.is_file(), out.stdout + out.stderr
+    err = json.loads(err_file.read_text())
+    assert err["is_constropt_error"] and err["rank"] == 0
+    msg = err["message"]
+    assert msg.startswith("island rank 0 of 2: migration (all_gather) at generation 30 failed")
+    assert "Another rank most likely crashed" in msg and "timeout=8s" in msg
+    assert "error: island rank 0 of 2" in out.stderr
+    if mode == "crash":
+        assert err["seconds"] < 8.0, err  # no wait for the timeout
+    else:
+        assert 7.0 < err["seconds"] < 30.0, err
+    assert secs < 60, secs
+
+
+def test_cli_solve_distributed_prints_one_result(tmp_path):
+    out, secs = torchrun(["-m", "constropt.cli", "solve", EXAMPLES / "blog_example3.toml",
+                          "--distributed", "--seed", "0", "--json"])
+    assert out.returncode == 0, out.stdout + out.stderr
+    data = json.loads(out.stdout)  # exactly one JSON document: rank 1 printed nothing
+    assert data["success"] is True and abs(data["fun"] - (-1.127724902)) <= 1e-6
+    assert "; islands: 2 ranks, " in data["message"] and data["seed"] == 0
+    assert out.stderr.count("warning: no finite bound") == 1  # rank 0's only
+    assert secs < 60, secs
+
+
+# in-process: the pieces, and a single island without torchrun's environment
+
+
+X, Y = sp.symbols("x y")
+BOX = {X: (-5, 5), Y: (-5, 5)}
+
+
+@pytest.fixture
+def no_torchrun(monkeypatch):
+    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(k, raising=False)
+
+
+def test_single_process_is_one_island(no_torchrun):
+    import torch.distributed as dist
+
+    x, y = sp.symbols("x y")
+    res = constropt.solve_islands((x - 1)**2 + (y - 2)**2, [x + y <= 2], seed=0,
+                                  bounds=BOX, device="cpu", max_generations=200)
+    assert res.success and abs(res.fun - 0.5) < 1e-6 and res.seed == 0
+    assert "islands: 1 rank (no torchrun environment: one process), 0 migrations" in res.message
+    assert not dist.is_initialized()  # the group it created is gone
+
+
+def test_stop_rules_are_taken_together(no_torchrun):
+    x, y = sp.symbols("x y")
+    obj = (x - 1)**2 + (y - 2)**2
+    res = constropt.solve_islands(obj, [x + y <= 2], seed=0, device="cpu", target=0.6,
+                                  bounds=BOX, polish=False)
+    assert res.status is constropt.Status.TARGET and res.fun <= 0.6 and res.success
+    assert res.nit % 10 == 0  # decided at a synchronisation point
+    calls = []
+    res = constropt.solve_islands(obj, [x + y <= 2], seed=0, device="cpu", bounds=BOX,
+                                  callback=lambda p: calls.append(p.generation) or True)
+    assert res.status is constropt.Status.CALLBACK and res.nit == 20 and calls == [10]  # next sync
+    assert np.isfinite(res.history.fun).all() and res.history.nfev[-1] > 0
+    with pytest.raises(constropt.SolveFailedError):
+        constropt.solve_islands(obj, [x + y >= 3, x + y <= 1], seed=0, device="cpu", bounds=BOX,
+                                max_generations=30, throw=True)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"topology": "star"}, "topology"), ({"migrants": 0}, "migrants"),
+    ({"migrate_every": 2.5}, "migrate_every"), ({"timeout": 0}, "timeout"),
+    ({"checkpoint": "x.ckpt"}, "checkpoint"), ({"pop_sise": 10}, "pop_size"),
+])
+def test_bad_options(kwargs, match, no_torchrun):
+    x = sp.Symbol("x")
+    with pytest.raises(constropt.OptionError, match=match):
+        constropt.solve_islands(x**2, bounds={x: (-1, 1)}, **kwargs)
+
+
+def _engine(algorithm, handling="feasibility"):
+    """A small DE or GA with its state, built the way run_search builds them."""
+    import torch
+
+    from constropt.engine import _de, _ga
+    from constropt.engine._algorithms import DE, GA
+    from constropt.engine._handling import make_handler
+
+    x, y = sp.symbols("x y")
+    problem = constropt.Problem(sp.sin(3 * x) + y**2, [x + y <= 1],
+                                bounds={x: (-3, 3), y: (-3, 3)})
+    fit = problem.lowering.functions("torch")["fitness"]
+    dt = torch.float64
+    P = torch.zeros((0, 1), dtype=dt)
+    tol = torch.tensor(1e-4, dtype=dt)
+    lower = torch.full((2, 1), -3.0, dtype=dt)
+    upper = torch.full((2, 1), 3.0, dtype=dt)
+    integer = torch.zeros((2, 1), dtype=torch.bool)
+    gen = torch.Generator().manual_seed(0)
+    S = 12
+    if algorithm == "ga":
+        cfg = _ga.GAConfig(pop_size=S)
+        alg = GA(lambda X: fit(X, P, tol), _ga.make_step(fit, cfg.eta_c, cfg.eta_m), cfg,
+                 gen, (lower, upper, integer), (P, tol))
+    else:
+        handler = make_handler(handling)
+        cfg = _de.DEConfig()
+        alg = DE(lambda X: fit(X, P, tol), _de.make_step(fit, handler, cfg), cfg, handler,
+                 gen, (lower, upper, integer), (P, tol), S)
+    state = alg.start(_ga.initial(gen, S, lower, upper, integer, dt))
+    for _ in range(3):
+        state = alg.advance(state, 0.1)
+    return alg, state
+
+
+@pytest.mark.parametrize("algorithm, handling", [("de", "feasibility"), ("de", "epsilon"),
+                                                 ("ga", "feasibility")])
+def test_inject_replaces_the_worst_and_keeps_the_order(algorithm, handling):
+    import torch
+
+    from constropt.engine._ranking import order
+
+    alg, state = _engine(algorithm, handling)
+    pop = alg.population(state)
+    Xm = torch.tensor([[0.1, 2.9], [-0.2, 2.9]], dtype=torch.float64)  # 2 migrants
+    fm, cvm = torch.sin(3 * Xm[0]) + Xm[1]**2, torch.clamp(Xm[0] + Xm[1] - 1, min=0)
+    new = _inject(alg, state, Xm, fm, cvm)
+    npop = alg.population(new)
+    assert npop.X.shape == pop.X.shape and type(new) is type(state)
+    for j in range(2):  # both migrants are in
+        assert any(torch.equal(npop.X[:, k], Xm[:, j]) for k in range(npop.X.shape[1]))
+    handler = getattr(alg, "handler", None)
+    level = getattr(new, "level", None)
+    kf, kc = handler.keys(npop.f, npop.cv, level) if handler else (npop.f, npop.cv)
+    assert torch.equal(order(kf, kc), torch.arange(len(kf)))  # sorted best-first
+    # the survivors are the old population's best S - 2
+    kf0, kc0 = handler.keys(pop.f, pop.cv, level) if handler else (pop.f, pop.cv)
+    kept = pop.X[:, order(kf0, kc0)[:-2]]
+    for k in range(kept.shape[1]):
+        assert any(torch.equal(npop.X[:, i], kept[:, k]) for i in range(npop.X.shape[1]))
+    alg.advance(new, 0.2)  # the algorithm runs on from the injected state
