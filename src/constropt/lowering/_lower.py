@@ -40,6 +40,10 @@ __all__ = ["Lowering"]
 _ARGS = "X, P, eq_tol"
 
 
+#: Derivative source (or the error building it) by the values' source, process-wide.
+_DERIVATIVE_SOURCES: dict = {}
+
+
 def _rt_torch_lazy():
     """The torch runtime, imported on first use (importing torch takes about a second)."""
     from . import _rt_torch
@@ -166,10 +170,18 @@ class Lowering:
         """
         with self._lock:
             if self._deriv_source is None and self._deriv_error is None:
-                try:
-                    self._deriv_source = self._build_derivatives()
-                except UnsupportedExpressionError as err:
-                    self._deriv_error = err
+                # the values' source determines the derivatives: share them between
+                # problems of the same structure (sympy's diff is the slow part)
+                cached = _DERIVATIVE_SOURCES.get(self.source)
+                if cached is not None:
+                    self._deriv_source, self._deriv_error = cached
+                else:
+                    try:
+                        self._deriv_source = self._build_derivatives()
+                    except UnsupportedExpressionError as err:
+                        self._deriv_error = err
+                    _DERIVATIVE_SOURCES[self.source] = (self._deriv_source,
+                                                        self._deriv_error)
             if self._deriv_error is not None:
                 raise self._deriv_error
             return self._deriv_source
