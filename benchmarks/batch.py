@@ -85,8 +85,9 @@ def main(argv=None) -> str:
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
 
-    import constropt
     import torch
+
+    import constropt
 
     problem, r = build()
     radii = np.linspace(2.0, 5.0, args.instances)

@@ -17,7 +17,6 @@ Violation of a leaf (always >= 0, ``inf`` when ``c`` is NaN):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 import sympy as sp
 from sympy.logic.boolalg import BooleanFalse, BooleanTrue
@@ -55,7 +54,7 @@ class AnyOf:
     children: tuple
 
 
-Node = Union[Leaf, AllOf, AnyOf]
+Node = Leaf | AllOf | AnyOf
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """Cross-check a result against scipy reference solvers, with an honest verdict.
 
 References: multistart SLSQP (exact derivatives from the lowering, started from the
-centre and random points of the box, never from constropt's answer) and ``differential_evolution`` with a
-``NonlinearConstraint``.  Every reference point is re-checked with constropt's own
-float64 evaluation, so "feasible" means the same thing on both sides.
+centre and random points of the box, never from constropt's answer) and
+``differential_evolution`` with a ``NonlinearConstraint``.  Every reference point is
+re-checked with constropt's own float64 evaluation, so "feasible" means the same thing
+on both sides.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ class Verdict(enum.Enum):
     CONSTROPT_BETTER = "constropt better: the references stopped at worse points"
     DISAGREE = "disagree: a reference found a better feasible point than constropt"
     REFERENCE_FAILED = "reference failed: no reference solver found a feasible point"
-    CONSTROPT_INFEASIBLE = "disagree: constropt's point is infeasible but a reference found a feasible one"
+    CONSTROPT_INFEASIBLE = ("disagree: constropt's point is infeasible but a reference found "
+                            "a feasible one")
 
     def __str__(self) -> str:
         return self.name.lower().replace("_", " ")

@@ -57,7 +57,8 @@ class ParseError(ProblemError):
                  col_offset: int | None = None) -> None:
         where = ""
         if lineno is not None:
-            where = f" (line {lineno}" + (f", column {col_offset + 1}" if col_offset is not None else "") + ")"
+            column = f", column {col_offset + 1}" if col_offset is not None else ""
+            where = f" (line {lineno}{column})"
         super().__init__(message + where)
         self.text = text
         self.lineno = lineno

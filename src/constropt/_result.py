@@ -131,7 +131,8 @@ class Result:
                  f"  feasible: {self.feasible} (maxcv {self.maxcv:.3g})"]
         if len(self.x_array) <= 12:
             for s, v in self.x.items():
-                lines.append(f"  {s} = {v if isinstance(v, int) else _fmt(float(v)) if np.ndim(v) == 0 else v}")
+                shown = v if isinstance(v, int) or np.ndim(v) else _fmt(float(v))
+                lines.append(f"  {s} = {shown}")
         else:
             lines.append(f"  x: {len(self.x_array)} values, x_array[:5] = {self.x_array[:5]}")
         t = ", ".join(f"{k} {v:.3f}s" for k, v in self.timings.items())
