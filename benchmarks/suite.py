@@ -686,7 +686,8 @@ def main(argv=None) -> int:
     if raw and (args.resume or args.report_only) and os.path.exists(raw):
         with open(raw) as fh:
             done = [json.loads(line) for line in fh if line.strip()]
-        done = [r for r in done if not r.get("error") and r["problem"] in problems and r["solver"] in solvers
+        done = [r for r in done
+                if not r.get("error") and r["problem"] in problems and r["solver"] in solvers
                 and r["seed"] < runs_per_solver[r["solver"]] and r["budget"] == args.budget]
     elif raw and not args.report_only:
         open(raw, "w").close()
