@@ -43,10 +43,25 @@ def conjunctive_leaves(problem) -> list[int]:
 
 
 class Counter:
-    """Counts point evaluations (objective/constraint values and derivatives)."""
+    """Counts point evaluations (objective/constraint values and derivatives).
 
-    def __init__(self):
+    With a ``limit``, the evaluation that would exceed it raises :class:`BudgetSpent`
+    instead, so a local solver can never overrun the budget.
+    """
+
+    def __init__(self, limit: int | None = None):
         self.n = 0
+        self.limit = limit
+        self.last = None  # the last point whose values were evaluated
+
+    def add(self) -> None:
+        if self.limit is not None and self.n + 1 > self.limit:
+            raise BudgetSpent
+        self.n += 1
+
+
+class BudgetSpent(Exception):
+    """The evaluation budget of a polish ran out (caught inside :func:`polish`)."""
 
 
 def scipy_functions(problem, pvec, free, x_fixed, counter: Counter, margin=STRICT_MARGIN):
@@ -73,9 +88,10 @@ def scipy_functions(problem, pvec, free, x_fixed, counter: Counter, margin=STRIC
     def values(z):
         key = z.tobytes()
         if cache.get("vk") != key:
+            counter.add()
             with np.errstate(all="ignore"):
                 f, C = leaves_fn(full(z).reshape(-1, 1), P)
-            counter.n += 1
+            counter.last = z.copy()
             cache["vk"], cache["v"] = key, (float(np.asarray(f).reshape(-1)[0]),
                                             np.asarray(C, dtype=float).reshape(-1))
         return cache["v"]
@@ -83,9 +99,9 @@ def scipy_functions(problem, pvec, free, x_fixed, counter: Counter, margin=STRIC
     def derivs(z):
         key = z.tobytes()
         if cache.get("dk") != key:
+            counter.add()
             with np.errstate(all="ignore"):
                 g, J = deriv(full(z).reshape(-1, 1), P)
-            counter.n += 1
             cache["dk"], cache["d"] = key, (np.asarray(g, float).reshape(-1)[free],
                                             np.asarray(J, float)[..., 0][:, free])
         return cache["d"]
@@ -144,7 +160,7 @@ def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
         return x0.copy(), 0
     lo, hi = problem.lower[free], problem.upper[free]
     x_fixed = x0.astype(np.float64).copy()
-    counter = Counter()
+    counter = Counter(max_evals)
     fun, jac, cons = scipy_functions(problem, pvec, free, x_fixed, counter, margin)
     if max_evals is not None:
         maxiter = max(1, min(maxiter, max_evals // (3 if jac is not None else free.size + 2)))
@@ -156,6 +172,8 @@ def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
                 res = minimize(fun, z0, jac=jac, bounds=list(zip(lo, hi)), constraints=cons,
                                method="SLSQP", options={"maxiter": maxiter, "ftol": 1e-12})
                 z = np.clip(res.x, lo, hi)
+            except BudgetSpent:  # the budget ends the polish: keep its last point
+                z = np.clip(counter.last, lo, hi) if counter.last is not None else z0
             except (ValueError, ArithmeticError, np.linalg.LinAlgError):
                 z = z0
     x = x_fixed.copy()

@@ -54,6 +54,10 @@ class GA:
     def population(self, pop) -> Population:
         return pop
 
+    def settled(self, pop) -> bool:
+        """Whether stagnation may be declared now (always, for the GA)."""
+        return True
+
     def restart(self, pop, X0, keep):
         return self.start(_inject(X0, keep))
 
@@ -112,6 +116,11 @@ class DE:
 
     def population(self, st: DEState) -> Population:
         return st.pop
+
+    def settled(self, st: DEState) -> bool:
+        """No stagnation while the epsilon level is still decaying: until then the raw
+        best point may legitimately stall while the search moves towards the set."""
+        return self.handler.name != "epsilon" or st.t >= self.control_generations
 
     def restart(self, st: DEState, X0, keep):
         return self.start(_inject(X0, keep))

@@ -195,7 +195,7 @@ def run(algorithm, X0, term: Termination, *, monitor=None, restarts: int = 0,
                                                    elapsed0 + time.perf_counter() - t0):
                     reason = Status.CALLBACK
                     break
-                if st.quiet >= term.stagnation:
+                if st.quiet >= term.stagnation and algorithm.settled(st.alg):
                     room = term.max_evals is None or \
                         st.nfev + (term.stagnation + 1) * S <= term.max_evals
                     if st.restarts < restarts and new_population is not None and room:
