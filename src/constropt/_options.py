@@ -61,9 +61,10 @@ class SolveOptions:
         rules), ``"feasibility"``, ``"epsilon"``, ``"penalty"`` or ``"death"``.
     strategy : str
         DE mutation: ``"current-to-pbest/1"`` or ``"rand/1"``.
-    restarts : int
+    restarts : "auto" or int
         Restarts from a new random population (best point kept) on stagnation, while
-        the budget allows.
+        the budget allows.  ``"auto"``: none for continuous problems of at most 4
+        variables without equalities (one run and the polish solve those), else 3.
     repair : "auto", True or False
         Gradient-based repair of infeasible individuals with the exact constraint
         Jacobian (DE only); ``"auto"``: when the problem has equality constraints.
@@ -104,7 +105,7 @@ class SolveOptions:
     algorithm: str = "de"
     constraint_handling: str = "auto"
     strategy: str = "current-to-pbest/1"
-    restarts: int = 3
+    restarts: int | str = "auto"
     repair: object = False
     checkpoint: object = None
     checkpoint_every: int = 50
@@ -134,9 +135,10 @@ class SolveOptions:
         for name in ("pop_size", "max_generations", "max_evals"):
             positive_int(name)
         positive_int("stagnation", False)
-        if isinstance(self.restarts, bool) or not isinstance(self.restarts, int) or \
-                self.restarts < 0:
-            raise OptionError(f"restarts must be an integer >= 0, got {self.restarts!r}")
+        if self.restarts != "auto" and (isinstance(self.restarts, bool) or not isinstance(
+                self.restarts, int) or self.restarts < 0):
+            raise OptionError(f"restarts must be 'auto' or an integer >= 0, got "
+                              f"{self.restarts!r}")
         if self.repair not in ("auto", True, False):
             raise OptionError(f"repair must be 'auto', True or False, got {self.repair!r}")
         if self.strategy not in ("current-to-pbest/1", "rand/1"):

@@ -11,6 +11,17 @@ __all__ = ["run_search", "ALGORITHMS", "default_pop_size"]
 ALGORITHMS = ("de", "ga")
 
 
+def default_restarts(problem, opts) -> int:
+    """``restarts="auto"``: none for small continuous problems without equalities (at
+    most 4 variables: one run and the polish solve them, measured on the collection), 3
+    otherwise."""
+    if opts.restarts != "auto":
+        return opts.restarts
+    small = problem.n <= 4 and not problem.integer.any() and \
+        not any(lf.kind == "eq" for lf in problem.leaves)
+    return 0 if small else 3
+
+
 def default_pop_size(algorithm: str, n: int) -> int:
     """Population size used when ``pop_size`` is not given."""
     if algorithm == "de":
@@ -176,7 +187,7 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
                 "fingerprint": fp, "problem": problem, "settings": settings,
                 "loop": _to_device(st, "cpu"), "generator": gen.get_state()})
     try:
-        out = run(alg, X0, term, monitor=monitor, restarts=opts.restarts,
+        out = run(alg, X0, term, monitor=monitor, restarts=default_restarts(problem, opts),
                   new_population=new_population, state=state, checkpoint=save,
                   checkpoint_every=opts.checkpoint_every, on_generation=opts.on_generation)
     finally:
