@@ -187,9 +187,13 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
                 "fingerprint": fp, "problem": problem, "settings": settings,
                 "loop": _to_device(st, "cpu"), "generator": gen.get_state()})
     try:
-        out = run(alg, X0, term, monitor=monitor, restarts=default_restarts(problem, opts),
-                  new_population=new_population, state=state, checkpoint=save,
-                  checkpoint_every=opts.checkpoint_every, on_generation=opts.on_generation)
+        # no autograd bookkeeping in the search (a few microseconds an op, which is most
+        # of a small problem's generation)
+        with torch.inference_mode():
+            out = run(alg, X0, term, monitor=monitor,
+                      restarts=default_restarts(problem, opts), new_population=new_population,
+                      state=state, checkpoint=save, checkpoint_every=opts.checkpoint_every,
+                      on_generation=opts.on_generation)
     finally:
         if monitor is not None:
             monitor.finish()
