@@ -93,8 +93,8 @@ def _solve_file(path, cross, device, seed, max_evals, time_limit, pop_size, ckpt
 
 def _solve_file_quiet(path, cross, device, seed, max_evals, time_limit, pop_size, ckpt=None,
                       ckpt_every=None, resume=False):
-    from . import solve
     from . import resume as resume_run
+    from . import solve
     from .files import load_problem
 
     spec = load_problem(path)
