@@ -13,11 +13,12 @@ from typing import NamedTuple
 
 import torch
 
-from ._ranking import order
+from ._ranking import select
 from ._selection import tournament
 from ._variation import polynomial_mutation, repair, sbx
 
-__all__ = ["GAConfig", "Population", "GARandoms", "draw", "make_step", "initial", "survive"]
+__all__ = ["GAConfig", "Population", "GARandoms", "draw", "make_step", "initial", "survive",
+           "merge"]
 
 
 @dataclass(frozen=True)
@@ -44,9 +45,10 @@ class GAConfig:
 
 
 class Population(NamedTuple):
-    """Variable-major population, sorted best-first.
+    """Variable-major population, the best individual first (column 0).
 
-    ``X`` (N, S); ``f`` (S,) minimization key; ``cv`` (S,) total violation.
+    ``X`` (N, S); ``f`` (S,) minimization key; ``cv`` (S,) total violation.  Only the
+    first individual's place is meaningful: the others come in no particular order.
     """
 
     X: torch.Tensor
@@ -55,23 +57,56 @@ class Population(NamedTuple):
 
 
 class GARandoms(NamedTuple):
-    """Random numbers for one generation (see :func:`draw`)."""
+    """Random numbers for one generation (see :func:`draw`).
 
-    tour: torch.Tensor      # (2, S) int64 contestants
-    u_x: torch.Tensor       # (N, S/2) SBX spread
-    do_x: torch.Tensor      # (N, S/2) bool: gene crosses
-    swap: torch.Tensor      # (N, S/2) bool
-    u_m: torch.Tensor       # (N, S) mutation
-    do_m: torch.Tensor      # (N, S) bool: gene mutates
+    Few, packed draws: the generator is the slowest part of a large generation, so the
+    per-gene decisions and uniforms are bit fields of raw random integers, unpacked
+    inside the (compiled) step where they fuse into the operators that use them.
+    """
+
+    tour: torch.Tensor      # (2, S) int32 contestants
+    cross: torch.Tensor     # (N, S/2) int32, 31 random bits: bit 0 gene crosses,
+    #                         bit 1 swap, bits 7-30 SBX spread u
+    pair: torch.Tensor      # (1, S/2) bool: pair crosses over (p_cross)
+    mut: torch.Tensor       # (N, S) int64, 63 random bits: bits 0-23 mutation u,
+    #                         bits 39-62 compared with mut_thr
+    mut_thr: torch.Tensor   # () int64: a gene mutates when bits 39-62 < round(p_mut 2^24)
+
+
+_U24 = 2.0 ** -24
+_M24 = 0xFFFFFF
+_THR: dict = {}
+
+
+def _threshold(p: float, device) -> torch.Tensor:
+    """The cached 0-d tensor ``round(p * 2^24)`` (a tensor, so p_mut never recompiles)."""
+    key = (float(p), str(device))
+    t = _THR.get(key)
+    if t is None:
+        t = _THR[key] = torch.full((), round(p * 2**24), dtype=torch.int64, device=device)
+    return t
 
 
 def draw(gen: torch.Generator, cfg: GAConfig, n: int, device, dtype) -> GARandoms:
+    """Every random number of one generation, from ``gen`` (eager, seeded)."""
     S, H = cfg.pop_size, cfg.pop_size // 2
-    tour = torch.randint(0, S, (2, S), generator=gen, device=device)
-    r = torch.rand((5, n, S), generator=gen, device=device, dtype=dtype)
-    pair = torch.rand((1, H), generator=gen, device=device, dtype=dtype) < cfg.p_cross
-    return GARandoms(tour, r[0, :, :H], (r[1, :, :H] < 0.5) & pair, r[2, :, :H] < 0.5,
-                     r[3], r[4] < cfg.p_mut)
+    tour = torch.randint(0, S, (2, S), generator=gen, device=device, dtype=torch.int32)
+    cross = torch.empty((n, H), dtype=torch.int32, device=device).random_(generator=gen)
+    pair = torch.rand((1, H), generator=gen, device=device) < cfg.p_cross
+    mut = torch.empty((n, S), dtype=torch.int64, device=device).random_(generator=gen)
+    return GARandoms(tour, cross, pair, mut, _threshold(cfg.p_mut, device))
+
+
+def unpack_cross(rnd: GARandoms, dtype):
+    """``(u, do_gene, swap)`` of SBX from the packed bits, shapes (N, S/2)."""
+    c = rnd.cross  # 31 random bits
+    return (c >> 7).to(dtype) * _U24, ((c & 1) != 0) & rnd.pair, (c & 2) != 0
+
+
+def unpack_mut(rnd: GARandoms, dtype):
+    """``(u, do_gene)`` of polynomial mutation from the packed bits, shapes (N, S)."""
+    m = rnd.mut  # 63 random bits
+    return (m & _M24).to(dtype) * _U24, (m >> 39) < rnd.mut_thr
 
 
 def initial(gen: torch.Generator, S: int, lower, upper, integer, dtype):
@@ -86,9 +121,19 @@ def initial(gen: torch.Generator, S: int, lower, upper, integer, dtype):
 
 
 def survive(X, f, cv, S: int) -> Population:
-    """Keep the best ``S`` of a merged population, sorted best-first."""
-    idx = order(f, cv)[:S]
-    return Population(X[:, idx], f[idx], cv[idx])
+    """Keep the best ``S`` of a population, the best first (the rest unordered)."""
+    idx = select(f, cv, S)
+    return Population(X.index_select(1, idx), f[idx], cv[idx])
+
+
+def merge(pop: Population, kids, fk, cvk) -> Population:
+    """(mu + lambda) survival: the best ``S`` of parents and children, the best first."""
+    S = pop.f.shape[0]
+    f = torch.cat([pop.f, fk])
+    cv = torch.cat([pop.cv, cvk])
+    idx = select(f, cv, S)
+    X = torch.cat([pop.X, kids], dim=1).index_select(1, idx)
+    return Population(X, f[idx], cv[idx])
 
 
 def make_step(fitness, eta_c: float, eta_m: float):
@@ -101,15 +146,17 @@ def make_step(fitness, eta_c: float, eta_m: float):
     def ga_step(pop: Population, rnd: GARandoms, lower, upper, integer, P, eq_tol):
         S = pop.f.shape[0]
         H = S // 2
+        dtype = pop.X.dtype
         w = tournament(pop.f, pop.cv, rnd.tour)
-        p1 = pop.X[:, w[:H]]
-        p2 = pop.X[:, w[H:]]
-        c1, c2 = sbx(p1, p2, lower, upper, rnd.u_x, rnd.do_x, rnd.swap, eta_c)
+        p1 = pop.X.index_select(1, w[:H])
+        p2 = pop.X.index_select(1, w[H:])
+        u_x, do_x, swap = unpack_cross(rnd, dtype)
+        c1, c2 = sbx(p1, p2, lower, upper, u_x, do_x, swap, eta_c)
         kids = torch.cat([c1, c2], dim=1)
-        kids = polynomial_mutation(kids, lower, upper, rnd.u_m, rnd.do_m, eta_m)
+        u_m, do_m = unpack_mut(rnd, dtype)
+        kids = polynomial_mutation(kids, lower, upper, u_m, do_m, eta_m)
         kids = repair(kids, lower, upper, integer)
         fk, cvk = fitness(kids, P, eq_tol)
-        return survive(torch.cat([pop.X, kids], dim=1), torch.cat([pop.f, fk]),
-                       torch.cat([pop.cv, cvk]), S)
+        return merge(pop, kids, fk, cvk)
 
     return ga_step

@@ -4,19 +4,30 @@ A point ``a`` beats ``b`` when it violates less in total (``cv``), and on equal
 violation (both feasible: ``cv == 0``) when its objective ``f`` (minimization key, NaN
 already mapped to +inf by the generated code) is lower.  A NaN ``cv`` is treated as
 ``inf``, so NaN never wins.
+
+Survival needs the ``k`` best of ``2k`` points, not a sorted population: :func:`select`
+finds them with one partial selection (``topk``) on an integer key that orders points
+exactly as the feasibility rules do, instead of two full stable sorts.
 """
 
 from __future__ import annotations
 
 import torch
 
-__all__ = ["clean", "better", "order"]
+__all__ = ["clean", "better", "order", "rank_key", "select"]
+
+_I64_MIN = -(2**63)
+_I64_MAX = 2**63 - 1
 
 
 def clean(f, cv):
-    """Map NaN to +inf in both keys (defensive: generated code already does this)."""
-    inf = torch.tensor(float("inf"), dtype=f.dtype, device=f.device)
-    return torch.where(torch.isnan(f), inf, f), torch.where(torch.isnan(cv), inf, cv)
+    """Map NaN to +inf in both keys (defensive: generated code already does this).
+
+    ``v != v`` rather than ``isnan``: inductor's CPU code vectorizes the comparison but
+    spills ``isnan`` to a scalar loop.
+    """
+    inf = float("inf")
+    return torch.where(f != f, inf, f), torch.where(cv != cv, inf, cv)
 
 
 def better(f_a, cv_a, f_b, cv_b):
@@ -29,3 +40,66 @@ def order(f, cv):
     by_f = torch.argsort(f, stable=True)
     by_cv = torch.argsort(cv[by_f], stable=True)
     return by_f[by_cv]
+
+
+def _ordered_bits(v):
+    """Float -> signed integer of the same width whose order is the floats' order.
+
+    Non-negative floats keep their bit pattern; a negative one maps to minus its
+    magnitude bits, so larger magnitudes map to smaller integers and ``-0.0`` maps to
+    0 like ``+0.0``.  NaN must have been cleaned away.
+    """
+    if v.dtype == torch.float32:
+        b, mag = v.view(torch.int32), 0x7FFFFFFF
+    elif v.dtype == torch.float64:
+        b, mag = v.view(torch.int64), _I64_MAX
+    else:
+        raise TypeError(f"unsupported dtype {v.dtype}")
+    return torch.where(b < 0, -(b & mag), b)
+
+
+def rank_key(f, cv, kth_cv=None):
+    """int64 key: ``key[a] < key[b]`` exactly when ``a`` is better than ``b``.
+
+    For float32, ``(cv, f)`` pack losslessly into 64 bits (``cv`` in the high word).
+    For float64 they cannot, so the key is relative to ``kth_cv``, a violation level
+    (the k-th smallest, see :func:`select`): points below it get the smallest key,
+    points above it the largest, points at it are ranked by ``f``.  That key orders
+    every pair that decides which ``k`` points are the best.
+    """
+    f, cv = clean(f, cv)
+    if f.dtype == torch.float32 and cv.dtype == torch.float32:
+        hi = _ordered_bits(cv).to(torch.int64) * 2**32
+        return hi + (_ordered_bits(f).to(torch.int64) + 2**31)
+    if kth_cv is None:  # exact only among points of equal cv
+        kth_cv = torch.zeros((), dtype=cv.dtype, device=cv.device)
+    of = _ordered_bits(f.to(torch.float64))
+    return torch.where(cv < kth_cv, _I64_MIN, torch.where(cv > kth_cv, _I64_MAX, of))
+
+
+#: Below this many points, eager survival sorts (fewer, cheaper kernel launches).
+SORT_MAX = 16384
+
+
+def select(f, cv, k: int):
+    """Indices of the ``k`` best points under feasibility rules, the best one first.
+
+    Exact and deterministic.  Under ``torch.compile`` (and for large inputs in eager
+    mode) it is one partial selection, ``topk``, on :func:`rank_key`, so the other
+    ``k - 1`` come in no particular order; small eager inputs are fully sorted by
+    :func:`order` instead, which costs fewer operator calls.  Fixed shapes, no host
+    synchronisation.
+    """
+    if not torch.compiler.is_compiling() and f.shape[0] <= SORT_MAX:  # no size guard
+        return order(f, cv)[:k]
+    if f.dtype == torch.float32 and cv.dtype == torch.float32:
+        vals, idx = torch.topk(rank_key(f, cv), k, largest=False, sorted=False)
+        j = torch.argmin(vals)
+    else:  # float64: one key picks the k best, another (relative to min cv) the best
+        cvc = clean(f, cv)[1]
+        key = rank_key(f, cv, torch.kthvalue(cvc, k).values)
+        _, idx = torch.topk(key, k, largest=False, sorted=False)
+        j = torch.argmin(rank_key(f[idx], cv[idx], cvc.min()))
+    pos = torch.arange(k, device=idx.device)
+    perm = torch.where(pos == 0, j, torch.where(pos == j, 0, pos))
+    return idx[perm]

@@ -16,12 +16,12 @@ def tournament(f, cv, idx):
     ----------
     f, cv : Tensor, shape (S,)
         Minimization key and total violation of the population.
-    idx : Tensor of int64, shape (2, K)
+    idx : Tensor of int32 or int64, shape (2, K)
         Random contestants (drawn outside, so the step stays pure).
 
     Returns
     -------
-    Tensor of int64, shape (K,)
+    Tensor of idx's dtype, shape (K,)
         Index of each tournament's winner.
     """
     a, b = idx[0], idx[1]

@@ -42,9 +42,10 @@ def sbx(p1, p2, lower, upper, u, do_gene, swap, eta: float):
     def child(beta):
         alpha = 2.0 - beta.clamp(min=1.0) ** (-(eta + 1.0))
         ua = u * alpha
-        bq = torch.where(u <= 1.0 / alpha, ua.clamp(min=0.0) ** e1,
-                         (1.0 / (2.0 - ua).clamp(min=1e-30)) ** e1)
-        return bq
+        # one power of the selected branch (same values as powering both branches)
+        t = torch.where(u <= 1.0 / alpha, ua.clamp(min=0.0),
+                        1.0 / (2.0 - ua).clamp(min=1e-30))
+        return t ** e1
 
     bq1 = child(1.0 + 2.0 * (y1 - lower) / safe)
     bq2 = child(1.0 + 2.0 * (upper - y2) / safe)
@@ -67,10 +68,11 @@ def polynomial_mutation(y, lower, upper, u, do_gene, eta: float):
     p = 1.0 / (eta + 1.0)
     lo_branch = u < 0.5
     xy = torch.where(lo_branch, 1.0 - d1, 1.0 - d2).clamp(min=0.0)
-    val_lo = 2.0 * u + (1.0 - 2.0 * u) * xy ** (eta + 1.0)
-    val_hi = 2.0 * (1.0 - u) + 2.0 * (u - 0.5) * xy ** (eta + 1.0)
-    dq = torch.where(lo_branch, val_lo.clamp(min=0.0) ** p - 1.0,
-                     1.0 - val_hi.clamp(min=0.0) ** p)
+    xe = xy ** (eta + 1.0)
+    val_lo = 2.0 * u + (1.0 - 2.0 * u) * xe
+    val_hi = 2.0 * (1.0 - u) + 2.0 * (u - 0.5) * xe
+    r = torch.where(lo_branch, val_lo, val_hi).clamp(min=0.0) ** p  # one power
+    dq = torch.where(lo_branch, r - 1.0, 1.0 - r)
     out = y + dq * width
     out = torch.minimum(torch.maximum(out, lower), upper)
     return torch.where(do_gene, out, y)
