@@ -45,7 +45,7 @@ def one_run(problem, S: int, G: int, compile_: bool, algorithm: str, device: str
         marks[state.generation] = state.elapsed
 
     opts = dict(pop_size=S, max_generations=G, polish=False, compile=compile_,
-                stagnation=10**9, seed=seed, device=device, dtype=dtype)
+                stagnation=10**9, ftol=0.0, seed=seed, device=device, dtype=dtype)
     have = supported_options()
     if "algorithm" in have:
         opts["algorithm"] = algorithm

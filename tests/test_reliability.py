@@ -45,7 +45,7 @@ _SCRIPT = textwrap.dedent("""
         if state.generation == 10:
             print("running", flush=True)
     res = constropt.solve(f, [x + y <= 1], bounds={x: (-5, 5), y: (-5, 5)}, seed=int(sys.argv[1]),
-                          max_generations=int(sys.argv[2]), stagnation=10**9, polish=False,
+                          max_generations=int(sys.argv[2]), stagnation=10**9, ftol=0.0, polish=False,
                           callback=cb)
     print(json.dumps({"status": res.status.name, "x": list(res.x_array), "fun": res.fun,
                       "nit": res.nit, "feasible": res.feasible}), flush=True)
@@ -83,7 +83,7 @@ def test_time_limit_is_honoured_within_a_generation():
     f = sp.sin(3 * x) * sp.cos(2 * y) + 0.1 * (x**2 + y**2)
     t0 = time.perf_counter()
     res = constropt.solve(f, bounds={x: (-5, 5), y: (-5, 5)}, seed=0, time_limit=0.5,
-                          max_generations=10**6, stagnation=10**9, polish=False)
+                          max_generations=10**6, stagnation=10**9, ftol=0.0, polish=False)
     assert res.status is Status.TIME_LIMIT and res.success
     assert res.timings["search"] < 0.5 + 0.25  # one small generation is milliseconds
     assert time.perf_counter() - t0 < 5

@@ -538,8 +538,9 @@ def _islands(problem, grp: _Group, dev, seed, opts, solve_options, named, S, m, 
                       target=target, time_limit=opts.time_limit, user_hook=opts.on_generation,
                       t0=time.perf_counter())
     local = dict(solve_options)
-    local.update(stagnation=_NEVER, restarts=0, time_limit=None, target=None, throw=False,
-                 on_generation=hook, callback=hook.user_callback(opts.callback))
+    # every stop is decided globally by the hook (ftol=0: no local collapse test either)
+    local.update(stagnation=_NEVER, ftol=0.0, restarts=0, time_limit=None, target=None,
+                 throw=False, on_generation=hook, callback=hook.user_callback(opts.callback))
     if rank != 0:
         local["progress"] = False
     cross = bool(named.pop("cross_check", False))

@@ -65,6 +65,15 @@ def _improved(f_new, cv_new, f_old, cv_old, ftol) -> bool:
         f_new < f_old
 
 
+def _collapsed(pop, ftol: float) -> bool:
+    """The whole population is feasible and its objectives agree to ``ftol`` (relative):
+    nothing is left to select from, so waiting for stagnation would only spend time."""
+    if ftol <= 0 or bool((pop.cv > 0).any()):
+        return False
+    lo, hi = float(pop.f.min()), float(pop.f.max())
+    return math.isfinite(lo) and hi - lo <= ftol * max(1.0, abs(lo))
+
+
 def _raw_best(pop):
     """Index of the best point under feasibility rules (no sync)."""
     cvmin = pop.cv.min()
@@ -195,7 +204,9 @@ def run(algorithm, X0, term: Termination, *, monitor=None, restarts: int = 0,
                                                    elapsed0 + time.perf_counter() - t0):
                     reason = Status.CALLBACK
                     break
-                if st.quiet >= term.stagnation and algorithm.settled(st.alg):
+                if (st.quiet >= term.stagnation or _collapsed(algorithm.population(st.alg),
+                                                              term.ftol)) \
+                        and algorithm.settled(st.alg):
                     room = term.max_evals is None or \
                         st.nfev + (term.stagnation + 1) * S <= term.max_evals
                     if st.restarts < restarts and new_population is not None and room:
