@@ -45,8 +45,8 @@ _SCRIPT = textwrap.dedent("""
         if state.generation == 10:
             print("running", flush=True)
     res = constropt.solve(f, [x + y <= 1], bounds={x: (-5, 5), y: (-5, 5)}, seed=int(sys.argv[1]),
-                          max_generations=int(sys.argv[2]), stagnation=10**9, ftol=0.0, polish=False,
-                          callback=cb)
+                          max_generations=int(sys.argv[2]), stagnation=10**9, ftol=0.0,
+                          polish=False, callback=cb)
     print(json.dumps({"status": res.status.name, "x": list(res.x_array), "fun": res.fun,
                       "nit": res.nit, "feasible": res.feasible}), flush=True)
 """)
