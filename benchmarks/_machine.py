@@ -16,6 +16,16 @@ import time
 __all__ = ["header", "LoadMonitor", "wait_quiet", "Quiet"]
 
 
+def emit(text: str, path: str | None) -> str:
+    """Print a benchmark's report and, when ``path`` is given, write it there too."""
+    print(text)
+    if path:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w") as fh:
+            fh.write(text + "\n")
+    return text
+
+
 def header(title: str) -> str:
     """Markdown title and one line: date, machine, library versions."""
     import numpy as np

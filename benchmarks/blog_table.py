@@ -35,7 +35,7 @@ import numpy as np
 import sympy as sp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _machine import LoadMonitor, Quiet, fmt_load, header  # noqa: E402
+from _machine import LoadMonitor, Quiet, emit, fmt_load, header  # noqa: E402
 
 S_DEFAULT = 900_000
 GENES = 1000
@@ -456,13 +456,7 @@ def main(argv=None) -> str:
             f"here {args.wait_quiet:g} s); rows above a few percent may be inflated.",
             "", table.markdown(), "",
             f"Total benchmark time {time.perf_counter() - t0:.0f} s.  {load.line()}"]
-    out = "\n".join(text)
-    print(out)
-    if args.output:
-        os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-        with open(args.output, "w") as fh:
-            fh.write(out + "\n")
-    return out
+    return emit("\n".join(text), args.output)
 
 
 if __name__ == "__main__":

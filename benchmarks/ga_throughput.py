@@ -21,7 +21,7 @@ import time
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _machine import LoadMonitor, Quiet, fmt_load, header  # noqa: E402
+from _machine import LoadMonitor, Quiet, emit, fmt_load, header  # noqa: E402
 
 SIZES = (10_000, 100_000, 1_000_000)
 GENERATIONS = {10_000: 200, 100_000: 60, 1_000_000: 25}
@@ -131,13 +131,7 @@ def main(argv=None) -> str:
             "", *rows, "",
             f"Total benchmark time {time.perf_counter() - t_all:.0f} s; "
             f"torch threads {torch.get_num_threads()}.  {load.line()}"]
-    out = "\n".join(text)
-    print(out)
-    if args.output:
-        os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-        with open(args.output, "w") as fh:
-            fh.write(out + "\n")
-    return out
+    return emit("\n".join(text), args.output)
 
 
 if __name__ == "__main__":

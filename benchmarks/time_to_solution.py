@@ -40,7 +40,7 @@ import numpy as np
 import sympy as sp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _machine import LoadMonitor, Quiet, fmt_load, header  # noqa: E402
+from _machine import LoadMonitor, Quiet, emit, fmt_load, header  # noqa: E402
 
 PROBLEMS = ("blog_example2", "blog_example3", "G06", "G08", "tension_compression_spring")
 TARGET = 1e-6
@@ -308,13 +308,7 @@ def main(argv=None) -> str:
             + "; ".join(comp) + ".", "",
             f"Total benchmark time {time.perf_counter() - t_all:.0f} s; constropt "
             f"{getattr(constropt, '__version__', '?')}." + f"  {load.line()}"]
-    out = "\n".join(text)
-    print(out)
-    if args.output:
-        os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-        with open(args.output, "w") as fh:
-            fh.write(out + "\n")
-    return out
+    return emit("\n".join(text), args.output)
 
 
 if __name__ == "__main__":
