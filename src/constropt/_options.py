@@ -29,9 +29,9 @@ class SolveOptions:
     target : float or None
         Stop once a feasible point reaches this objective (user's sense).
     stagnation : int
-        Stop after this many generations without improvement of the best point, or as
-        soon as the whole population is feasible and its objectives agree within
-        ``ftol`` (nothing is left to select from).
+        Stop after this many generations without improvement of the best point, or
+        (problems without integer variables) as soon as the whole population is feasible
+        and its objectives agree within ``ftol`` (nothing is left to select from).
     ftol : float
         Relative improvement that counts for ``stagnation``, and the relative spread of
         a collapsed population; ``0`` disables the collapse test.

@@ -159,7 +159,9 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
         max_generations=opts.max_generations or (1000 if algorithm == "ga" else 3000),
         max_evals=None if opts.max_evals is None else opts.max_evals - reserve,
         time_limit=opts.time_limit, target=target, stagnation=opts.stagnation,
-        ftol=opts.ftol, check_every=opts.check_every)
+        ftol=opts.ftol, check_every=opts.check_every,
+        # integer plateaus make equal objectives common long before the search is done
+        collapse=not problem.integer.any())
     if opts.max_evals is not None and term.max_evals < S:
         raise OptionError(f"max_evals={opts.max_evals} is below one population "
                           f"(pop_size={S}); raise max_evals or lower pop_size")

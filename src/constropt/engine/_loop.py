@@ -32,6 +32,7 @@ class Termination:
     stagnation: int = 60
     ftol: float = 1e-10
     check_every: int = 10
+    collapse: bool = True  # stop when the population has collapsed (see _collapsed)
 
 
 @dataclass
@@ -204,8 +205,8 @@ def run(algorithm, X0, term: Termination, *, monitor=None, restarts: int = 0,
                                                    elapsed0 + time.perf_counter() - t0):
                     reason = Status.CALLBACK
                     break
-                if (st.quiet >= term.stagnation or _collapsed(algorithm.population(st.alg),
-                                                              term.ftol)) \
+                if (st.quiet >= term.stagnation or term.collapse and _collapsed(
+                        algorithm.population(st.alg), term.ftol)) \
                         and algorithm.settled(st.alg):
                     room = term.max_evals is None or \
                         st.nfev + (term.stagnation + 1) * S <= term.max_evals
