@@ -89,7 +89,7 @@ def _diverges(problem, x: np.ndarray, pvec: np.ndarray) -> tuple[bool, int]:
 
     lo, hi = np.zeros_like(tmax), tmax.copy()
     ok_hi, _ = feasible_at(hi)
-    for _ in range(48):  # bisection for the end of each feasible segment
+    for _ in range(32):  # bisection for the end of each feasible segment (to 2^-32)
         mid = 0.5 * (lo + hi)
         ok, _ = feasible_at(mid)
         lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
@@ -256,7 +256,7 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
         message = reason.value
         fmin = -f_best if problem.maximize else f_best
         unbounded = fmin <= -UNBOUNDED_LEVEL
-        probe_cost = 2 * int((~problem.integer).sum()) * 61
+        probe_cost = 2 * int((~problem.integer).sum()) * 45
         if not unbounded and reason is not Status.TARGET and problem.n <= 2000 and (
                 opts.max_evals is None or nfev + probe_cost <= opts.max_evals):
             unbounded, used = _diverges(problem, best, pvec)

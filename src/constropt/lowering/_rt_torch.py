@@ -266,7 +266,9 @@ def grid(X, base: int, axes, D: int, dtype):
 
 # -- constraints and outputs ------------------------------------------------------------
 def viol_le(c):
-    return torch.where(c <= 0, 0.0, torch.where(c > 0, c, inf))
+    """``max(c, 0)``, ``inf`` where ``c`` is NaN (three operations: most of a small
+    problem's evaluation is per-operation overhead)."""
+    return torch.where(c != c, inf, torch.clamp(c, min=0.0))
 
 
 def viol_lt(c):
