@@ -16,7 +16,7 @@ Violation of a leaf (always >= 0, ``inf`` when ``c`` is NaN):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sympy as sp
 from sympy.logic.boolalg import BooleanFalse, BooleanTrue
@@ -30,10 +30,16 @@ LE, LT, EQ = "le", "lt", "eq"
 
 @dataclass(frozen=True)
 class Leaf:
-    """``expr (kind) 0`` with kind one of ``"le"``, ``"lt"``, ``"eq"``."""
+    """``expr (kind) 0`` with kind one of ``"le"``, ``"lt"``, ``"eq"``.
+
+    ``rel`` is the same condition as the user wrote it, ``(lhs, op, rhs)`` with ``op`` one
+    of ``"<=", "<", ">=", ">"``: the feasibility mask compares those sides directly
+    (``x >= 1`` costs one comparison, ``1 - x <= 0`` two operations more).
+    """
 
     expr: sp.Expr
     kind: str
+    rel: tuple | None = field(default=None, compare=False)
 
     @property
     def strict(self) -> bool:
@@ -78,13 +84,13 @@ def _leaf(rel: sp.Basic, negate: bool, where: str) -> Node:
             raise ProblemError(f"{where}: Not({rel}) is a '!=' constraint, which has no "
                                "closed feasible set; write it as Or(lhs < rhs, lhs > rhs)")
     if op is sp.LessThan:
-        return Leaf(lhs - rhs, LE)
+        return Leaf(lhs - rhs, LE, (lhs, "<=", rhs))
     if op is sp.StrictLessThan:
-        return Leaf(lhs - rhs, LT)
+        return Leaf(lhs - rhs, LT, (lhs, "<", rhs))
     if op is sp.GreaterThan:
-        return Leaf(rhs - lhs, LE)
+        return Leaf(rhs - lhs, LE, (lhs, ">=", rhs))
     if op is sp.StrictGreaterThan:
-        return Leaf(rhs - lhs, LT)
+        return Leaf(rhs - lhs, LT, (lhs, ">", rhs))
     if op is sp.Equality:
         return Leaf(lhs - rhs, EQ)
     raise ProblemError(f"{where}: unsupported relation {rel!r} ({type(rel).__name__}); "

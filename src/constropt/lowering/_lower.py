@@ -111,6 +111,9 @@ class Lowering:
                 c = leaf_ids[id(node)]
                 if node.kind == "eq":
                     return g.node("feas_eq", c)
+                if node.rel is not None:  # the sides as written: fewer operations
+                    lhs, op, rhs = node.rel
+                    return g.node("cmp", op, g.lower(lhs), g.lower(rhs))
                 return g.node("cmp", "<=" if node.kind == "le" else "<", c, g.const(0.0))
             kids = [feas(k) for k in node.children]
             return kids[0] if len(kids) == 1 else g.node(
