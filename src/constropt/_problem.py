@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from ._bounds import BoundsWarning, make_bounds
 from ._constraints import Constraint, Leaf, normalize_constraint
 from ._errors import ProblemError
 from .lowering import Block, Layout, Lowering
@@ -28,10 +29,6 @@ __all__ = ["Problem", "Evaluation", "BoundsWarning", "DEFAULT_BOUND"]
 DEFAULT_BOUND = 1000.0
 
 _VECTOR_TYPES = (sp.IndexedBase, sp.MatrixSymbol)
-
-
-class BoundsWarning(UserWarning):
-    """A variable had no finite bound on a side and got the default box."""
 
 
 @dataclass(frozen=True)
@@ -92,10 +89,6 @@ def _collect_symbols(exprs) -> set:
         for idx in e.atoms(sp.Idx):
             found.discard(idx.label)
     return found
-
-
-def _is_integer(s) -> bool:
-    return bool(getattr(s, "is_integer", False))
 
 
 class Problem:
@@ -167,7 +160,7 @@ class Problem:
                                    "reals; sympy.I may not appear")
         self._variables = _order_variables(exprs, variables, self._parameters)
         self._layout = _make_layout(self._variables, tuple(self._parameters))
-        self._lower, self._upper, self._integer, self._box = _make_bounds(
+        self._lower, self._upper, self._integer, self._box = make_bounds(
             self._variables, self._layout, self._constraints, bounds, float(default_bound),
             self._parameters)
         self._lowering = Lowering(self._objective, self._constraints, self._layout,
@@ -450,117 +443,3 @@ def _make_layout(variables, parameters) -> Layout:
         blocks.append(Block(v, off, shape))
         off += math.prod(shape) if shape else 1
     return Layout(tuple(blocks), tuple(parameters))
-
-
-def _linear_bound(leaf: Leaf, scalars: set):
-    """``(symbol, side, value, strict)`` if ``leaf`` is ``a*v + b (op) 0``, else None."""
-    free = leaf.expr.free_symbols
-    if len(free) != 1 or not free <= scalars or leaf.expr.atoms(sp.Indexed):
-        return None
-    (v,) = free
-    a = sp.diff(leaf.expr, v)
-    if not a.is_number or a == 0:
-        return None
-    b = sp.expand(leaf.expr - a * v)
-    if b.free_symbols:
-        return None
-    val, fa = float(-b / a), float(a)
-    if leaf.kind == "eq":
-        return v, "eq", val, False
-    return v, ("hi" if fa > 0 else "lo"), val, leaf.kind == "lt"
-
-
-def _make_bounds(variables, layout, constraints, bounds, default_bound, parameters):
-    if not (math.isfinite(default_bound) and default_bound > 0):
-        raise ProblemError(f"default_bound must be a finite number > 0, got {default_bound}")
-    scalars = {b.symbol for b in layout.blocks if b.shape == ()}
-    lo = {v: -math.inf for v in variables}
-    hi = {v: math.inf for v in variables}
-    strict_lo, strict_hi = set(), set()
-    for c in constraints:
-        tree = c.tree
-        kids = [tree] if isinstance(tree, Leaf) else (
-            list(tree.children) if type(tree).__name__ == "AllOf" else [])
-        for leaf in kids:
-            if not isinstance(leaf, Leaf):
-                continue
-            got = _linear_bound(leaf, scalars)
-            if got is None:
-                continue
-            v, side, val, strict = got
-            if side in ("lo", "eq") and val >= lo[v]:
-                if val > lo[v]:
-                    strict_lo.discard(v)
-                lo[v] = val
-                if strict:
-                    strict_lo.add(v)
-            if side in ("hi", "eq") and val <= hi[v]:
-                if val < hi[v]:
-                    strict_hi.discard(v)
-                hi[v] = val
-                if strict:
-                    strict_hi.add(v)
-    for v in variables:
-        if lo[v] > hi[v] or (lo[v] == hi[v] and (v in strict_lo or v in strict_hi)):
-            raise ProblemError(f"the constraints on {v} contradict each other: they require "
-                               f"{v} >= {lo[v]} and {v} <= {hi[v]}")
-    if bounds is not None:
-        if not isinstance(bounds, dict):
-            raise ProblemError(f"bounds must be a dict {{symbol: (lo, hi)}}, got {bounds!r}")
-        for s, pair in bounds.items():
-            if s not in lo:
-                raise ProblemError(f"bounds given for {s}, which is not a variable of the "
-                                   f"problem (variables: {list(variables)})")
-            try:
-                blo, bhi = pair
-            except (TypeError, ValueError):
-                raise ProblemError(f"bounds for {s} must be a pair (lo, hi), got {pair!r}") \
-                    from None
-            for name, val in (("lower", blo), ("upper", bhi)):
-                if val is not None:
-                    try:
-                        fv = float(val)
-                    except (TypeError, ValueError):
-                        raise ProblemError(f"{name} bound of {s} is not a number: {val!r}") \
-                            from None
-                    if math.isnan(fv):
-                        raise ProblemError(f"{name} bound of {s} is NaN")
-                    if name == "lower":
-                        lo[s] = fv
-                    else:
-                        hi[s] = fv
-            if lo[s] > hi[s]:
-                raise ProblemError(f"lower bound of {s} ({lo[s]}) is above its upper bound "
-                                   f"({hi[s]})")
-    missing = []
-    box = {}
-    n = sum(b.size for b in layout.blocks)
-    lower, upper = np.empty(n), np.empty(n)
-    integer = np.zeros(n, dtype=bool)
-    for b in layout.blocks:
-        v = b.symbol
-        a, z = lo[v], hi[v]
-        if not math.isfinite(a) or not math.isfinite(z):
-            missing.append(str(v))
-        if not math.isfinite(a):
-            a = -default_bound if not math.isfinite(z) or z > -default_bound else z - default_bound
-        if not math.isfinite(z):
-            z = default_bound if a < default_bound else a + default_bound
-        if _is_integer(v):
-            a, z = float(math.ceil(a)), float(math.floor(z))
-            if v in strict_lo and a == lo[v]:
-                a += 1
-            if v in strict_hi and z == hi[v]:
-                z -= 1
-            if a > z:
-                raise ProblemError(f"integer variable {v} has no integer value in its bounds "
-                                   f"[{lo[v]}, {hi[v]}]")
-        sl = slice(b.offset, b.offset + b.size)
-        lower[sl], upper[sl] = a, z
-        integer[sl] = _is_integer(v)
-        box[v] = (a, z)
-    if missing:
-        warnings.warn(f"no finite bound on some side of {', '.join(missing)}: searching the "
-                      f"default box (see Problem.bounds); pass bounds= to choose it",
-                      BoundsWarning, stacklevel=4)
-    return lower, upper, integer, box
