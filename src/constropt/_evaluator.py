@@ -1,4 +1,4 @@
-"""Evaluator: the generated code bound to a device, a dtype and a compile mode.
+"""Device and dtype resolution, and the process-wide cache of compiled functions.
 
 Compiled functions are cached by generated source text, so every problem with the same
 structure (the same expressions up to parameter values) shares one compiled kernel
@@ -8,13 +8,11 @@ across solves, seeds, population sizes (``dynamic=True``) and parameter values
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from ._errors import DeviceError, OptionError
 
-__all__ = ["resolve_device", "resolve_dtype", "Evaluator", "compiled"]
+__all__ = ["resolve_device", "resolve_dtype", "compiled"]
 
 _COMPILED: dict = {}
 
@@ -77,56 +75,3 @@ def compiled(fn, key):
     if hit is None:
         hit = _COMPILED[key] = torch.compile(fn, dynamic=True)
     return hit
-
-
-class Evaluator:
-    """The problem's generated ``fitness`` on one device.
-
-    Parameters
-    ----------
-    problem : Problem
-    device : torch.device
-    dtype : torch.dtype
-        Working dtype of the arithmetic (the population may be stored narrower).
-    compile : bool
-        Run under ``torch.compile`` (cached across problems of the same structure).
-    parameters : dict, optional
-        Parameter values overriding the problem's.
-
-    Attributes
-    ----------
-    compile_seconds : float
-        Time spent in the first (compiling) call, 0 when eager.
-    """
-
-    def __init__(self, problem, device, dtype, compile: bool, parameters=None):
-        import torch
-
-        self.problem = problem
-        self.device = device
-        self.dtype = dtype
-        self.compile = bool(compile)
-        ns = problem.lowering.functions("torch")
-        self._fitness = ns["fitness"]
-        self._report = ns["report"]
-        if self.compile:
-            self._fitness = compiled(ns["fitness"], (problem.source, "fitness"))
-        pvec = problem.parameter_vector(parameters)
-        self.P = torch.as_tensor(pvec, dtype=dtype, device=device).reshape(-1, 1)
-        self.eq_tol = torch.tensor(problem.eq_tol, dtype=dtype, device=device)
-        self.compile_seconds = 0.0
-        self._warm = not self.compile
-
-    def __call__(self, X):
-        """``(fmin, cv)`` for the variable-major population ``X`` of shape (N, S)."""
-        if not self._warm:
-            t0 = time.perf_counter()
-            out = self._fitness(X, self.P, self.eq_tol)
-            self.compile_seconds = time.perf_counter() - t0
-            self._warm = True
-            return out
-        return self._fitness(X, self.P, self.eq_tol)
-
-    def report(self, X):
-        """``(f, V)``: objective in the user's sense and per-constraint violations (m, S)."""
-        return self._report(X, self.P, self.eq_tol)
