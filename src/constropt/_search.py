@@ -108,6 +108,12 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
     integer = torch.as_tensor(problem.integer, device=dev).reshape(-1, 1)
     gen = torch.Generator(device=dev)
     gen.manual_seed(seed)
+    if not use_compile:  # compiled kernels fuse away the temporaries that chunking bounds
+        from ._memory import Chunked, available_bytes, bytes_per_individual
+
+        budget = opts.memory_budget or available_bytes(dev) // 2
+        fitness_fn = Chunked(fitness_fn, bytes_per_individual(problem, wdtype.itemsize),
+                             budget)
     key = problem.source
     if algorithm == "ga":
         cfg = _ga.GAConfig(pop_size=S, eta_c=opts.eta_c, eta_m=opts.eta_m,
@@ -119,16 +125,6 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
         cfg = _de.DEConfig(strategy=opts.strategy)
         step_fn = _de.make_step(fitness_fn, handler, cfg)
         key = (key, "de_step", handler, cfg)
-    if not use_compile:  # compiled kernels fuse away the temporaries that chunking bounds
-        from ._memory import Chunked, available_bytes, bytes_per_individual
-
-        budget = opts.memory_budget or available_bytes(dev) // 2
-        fitness_fn = Chunked(fitness_fn, bytes_per_individual(problem, wdtype.itemsize),
-                             budget)
-        if algorithm == "ga":
-            step_fn = _ga.make_step(fitness_fn, cfg.eta_c, cfg.eta_m)
-        else:
-            step_fn = _de.make_step(fitness_fn, handler, cfg)
     fit = fitness_fn
     compile_s = 0.0
     if use_compile:
