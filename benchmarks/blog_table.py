@@ -9,7 +9,7 @@ individuals, each variant timed as the median of repeated runs after one warm-up
 - hand-written torch, eager and ``torch.compile``, over the row-major ``(S, 3)`` layout
   and the variable-major ``(3, S)`` layout (float32),
 - constropt's generated ``death`` function (from ``problem.lowering.functions("torch")``)
-  over its variable-major population, eager and compiled (``constropt._evaluator.compiled``),
+  over its variable-major population, eager and compiled (``constropt.engine._backend.compiled``),
 - the same on CUDA when a GPU is present (skipped cleanly otherwise).
 
 Every variant is checked against the NumPy result.  Effective bandwidth is the bytes the
@@ -53,7 +53,7 @@ LOADS = []     # other processes' CPU share during the measurements of the curre
 
 def timed(fn, repeats: int, sync=None) -> float:
     """Median seconds of ``fn()`` over ``repeats`` runs after one warm-up run."""
-    from constropt._quickbench import median_time
+    from constropt.interface._quickbench import median_time
 
     with Quiet(WAIT[0]) as q:
         t = median_time(fn, repeats, sync)
@@ -226,8 +226,8 @@ def example_23(example: int, S: int, repeats: int, table: Table, devices, cold: 
     import torch
 
     from constropt import benchmarks
-    from constropt._evaluator import compiled
-    from constropt._quickbench import blog_numpy
+    from constropt.engine._backend import compiled
+    from constropt.interface._quickbench import blog_numpy
 
     rng = np.random.default_rng(example)
     pop64 = rng.uniform(-25, 25, size=(S, 3))
@@ -320,7 +320,7 @@ def example_23(example: int, S: int, repeats: int, table: Table, devices, cold: 
 def example_1(S: int, repeats: int, table: Table, devices):
     import torch
 
-    from constropt._evaluator import compiled
+    from constropt.engine._backend import compiled
 
     rng = np.random.default_rng(1)
     pop = rng.integers(1, 25, size=(S, GENES), dtype=np.int8)  # row-major (S, 1000)

@@ -30,7 +30,7 @@ GENERATIONS = {10_000: 200, 100_000: 60, 1_000_000: 25}
 
 
 def supported_options() -> set:
-    from constropt._options import SolveOptions
+    from constropt.solver._options import SolveOptions
 
     return {f.name for f in dataclasses.fields(SolveOptions)}
 
@@ -104,7 +104,7 @@ def main(argv=None) -> str:
             G = GENERATIONS.get(S, 30)
             if args.quick:
                 G = max(5, G // 4)
-            from constropt._evaluator import resolve_device, resolve_dtype
+            from constropt.engine._backend import resolve_device, resolve_dtype
 
             dt = resolve_dtype(args.dtype, resolve_device(args.device), S * problem.n)
             for comp in (False, True):

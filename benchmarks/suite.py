@@ -2,7 +2,7 @@
 
 Every run of every solver gets the same budget (500,000 evaluations by default) and
 its final point is judged by the same rule: constropt's own float64 check
-(``constropt._solve.check_point``: inequalities ``g <= 0``, strict ones ``g < 0``,
+(``constropt.solver._solve.check_point``: inequalities ``g <= 0``, strict ones ``g < 0``,
 equalities ``|h| <= eq_tol``, 1e-4 for the whole collection) plus the distance to
 the published optimum f*:
 
@@ -118,7 +118,7 @@ class Tracker:
     def see(self, x, nfev: int) -> None:
         if self.hit is not None or x is None:
             return
-        from constropt._solve import check_point
+        from constropt.solver._solve import check_point
 
         x = np.where(self.problem.integer, np.round(x), np.asarray(x, float))
         f, V = check_point(self.problem, x, self.pvec)
@@ -127,7 +127,7 @@ class Tracker:
 
 
 def final_check(problem, pvec, x):
-    from constropt._solve import check_point
+    from constropt.solver._solve import check_point
 
     x = np.where(problem.integer, np.round(x), np.asarray(x, float))
     f, V = check_point(problem, x, pvec)
@@ -137,7 +137,7 @@ def final_check(problem, pvec, x):
 # --------------------------------------------------------------------------- solvers
 
 def _leaf_rows(problem):
-    from constropt._polish import conjunctive_leaves
+    from constropt.solver._polish import conjunctive_leaves
 
     conj = conjunctive_leaves(problem)
     if len(conj) != len(problem.leaves):

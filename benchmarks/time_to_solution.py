@@ -246,7 +246,7 @@ def main(argv=None) -> str:
 
     import constropt
     from constropt import benchmarks
-    from constropt._options import SolveOptions
+    from constropt.solver._options import SolveOptions
 
     t_all = time.perf_counter()
     opt_names = {f.name for f in dataclasses.fields(SolveOptions)}

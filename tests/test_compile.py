@@ -37,7 +37,7 @@ RUNS = [(64, 0, 1.0), (100, 1, 2.0), (150, 2, 0.5), (256, 3, 3.0), (90, 4, 1.5)]
 
 
 def _options() -> set:
-    from constropt._options import SolveOptions
+    from constropt.solver._options import SolveOptions
 
     return {f.name for f in dataclasses.fields(SolveOptions)}
 
@@ -46,7 +46,7 @@ def _algorithms():
     """The GA (this engine's generation step) and the default algorithm, if another."""
     if "algorithm" not in _options():
         return ["ga"]
-    from constropt._options import SolveOptions
+    from constropt.solver._options import SolveOptions
 
     default = SolveOptions().algorithm
     return ["ga"] if default == "ga" else ["ga", default]
@@ -93,7 +93,7 @@ def test_no_recompiles_across_solves(algorithm):
 
 
 def test_compiled_evaluator_agrees_with_eager_blog_example2():
-    from constropt._evaluator import compiled
+    from constropt.engine._backend import compiled
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -124,7 +124,7 @@ def test_compiled_evaluator_agrees_with_eager_blog_example2():
     assert 0 < int(feasible.sum()) < X.shape[1]
 
     # the objective against the float64 NumPy reference of the original experiment
-    from constropt._quickbench import blog_numpy
+    from constropt.interface._quickbench import blog_numpy
 
     ref = blog_numpy(2)(X.T.numpy())  # -f where feasible, inf elsewhere
     ok = np.isfinite(ref) & feasible.numpy()

@@ -207,7 +207,7 @@ def test_result_to_scipy_fields(solved2):
 
 
 def test_result_status_codes(solved2):
-    from constropt._interop import SCIPY_STATUS
+    from constropt.solver._scipy import SCIPY_STATUS
 
     assert set(SCIPY_STATUS) == {s.name for s in Status}
     assert len(set(SCIPY_STATUS.values())) == len(SCIPY_STATUS)

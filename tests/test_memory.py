@@ -8,7 +8,7 @@ import sympy as sp
 import torch
 
 import constropt
-from constropt._memory import Chunked, MemoryWarning, bytes_per_individual
+from constropt.engine._memory import Chunked, MemoryWarning, bytes_per_individual
 
 x, y, z = sp.symbols("x y z")
 F = x**2 + 2 * y**2 + 3 * z**2 + 4 * x * y - 5 * y * z

@@ -10,7 +10,7 @@ import sympy as sp
 
 import constropt
 from constropt import Progress, Status
-from constropt._progress import make_monitor
+from constropt.solver._progress import make_monitor
 
 x, y = sp.symbols("x y")
 PROBLEM = constropt.Problem((x - 1)**2 + (y + 2)**2, [x + y <= 0], bounds={x: (-5, 5), y: (-5, 5)})

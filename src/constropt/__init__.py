@@ -8,9 +8,6 @@ exact derivatives and cross-checked against scipy.
 """
 
 from . import benchmarks, files
-from ._batch import BatchResult, solve_batch
-from ._crosscheck import CrossCheck, ReferenceRun, Verdict, cross_check
-from ._distributed import DistributedError, solve_islands
 from ._errors import (
     CheckpointError,
     ConstroptError,
@@ -21,13 +18,16 @@ from ._errors import (
     SolveFailedError,
     UnsupportedExpressionError,
 )
-from ._interop import ScipyProblem
-from ._memory import MemoryWarning
-from ._options import SolveOptions
-from ._problem import DEFAULT_BOUND, BoundsWarning, Evaluation, Problem
-from ._progress import Progress
-from ._result import History, Result, Status
-from ._solve import resume, solve
+from .engine._memory import MemoryWarning
+from .parallel._islands import DistributedError, solve_islands
+from .problem._problem import DEFAULT_BOUND, BoundsWarning, Evaluation, Problem
+from .solver._batch import BatchResult, solve_batch
+from .solver._crosscheck import CrossCheck, ReferenceRun, Verdict, cross_check
+from .solver._options import SolveOptions
+from .solver._progress import Progress
+from .solver._result import History, Result, Status
+from .solver._scipy import ScipyProblem
+from .solver._solve import resume, solve
 
 __version__ = "0.1.0"
 

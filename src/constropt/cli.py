@@ -35,7 +35,7 @@ def _clean(obj):
 
 
 def _exit_code(result) -> int:
-    from ._result import Status
+    from .solver._result import Status
 
     if result.success:
         return EXIT_OK
@@ -152,7 +152,7 @@ def solve_cmd(problem_file, device, seed, max_evals, time_limit, pop_size, as_js
               checkpoint, checkpoint_every, resume, distributed):
     """Solve the problem described in PROBLEM_FILE (.toml, .yaml)."""
     if distributed:
-        from ._distributed import cli_solve
+        from .parallel._islands import cli_solve
 
         sys.exit(cli_solve(problem_file, device, seed, max_evals, time_limit, pop_size,
                            checkpoint, resume, lambda res: _emit(res, as_json, plot)))
@@ -180,7 +180,7 @@ def check_cmd(problem_file, device, seed, max_evals, time_limit, pop_size, as_js
 @click.option("--seed", type=int, default=0, show_default=True)
 def demo_cmd(device, seed):
     """Solve the original experiment's two constrained examples, with the cross-check."""
-    from ._demo import run_demo
+    from .interface._demo import run_demo
 
     ok = run_demo(device=device, seed=seed, echo=click.echo)
     sys.exit(EXIT_OK if ok else EXIT_FAILED)
@@ -192,7 +192,7 @@ def demo_cmd(device, seed):
 @click.option("--population", type=int, default=900_000, show_default=True)
 def bench_cmd(device, repeats, population):
     """The quick benchmark table: evaluator speed on the blog's examples."""
-    from ._quickbench import quick_table
+    from .interface._quickbench import quick_table
 
     click.echo(quick_table(device=device, repeats=repeats, population=population))
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._result import Status
 from . import _ga
 from ._ranking import better
+from ._status import Status
 
 __all__ = ["Termination", "Outcome", "run"]
 

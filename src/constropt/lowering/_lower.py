@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import threading
 
-from .._constraints import AllOf, Leaf, leaves
 from .._errors import UnsupportedExpressionError
+from ..problem._constraints import AllOf, Leaf, leaves
 from . import _rt_numpy, _sums  # noqa: F401 - _sums registers the Sum/Indexed rules
 from ._codegen import _ident, compile_source, emit_function
 from ._derivatives import SymbolicDerivative, autograd_derivatives, gradient_runtime
@@ -58,7 +58,7 @@ class Lowering:
     ----------
     objective : sympy.Expr
     constraints : tuple of Constraint
-        Normalised constraints (see :mod:`constropt._constraints`).
+        Normalised constraints (see :mod:`constropt.problem._constraints`).
     layout : Layout
         Variable blocks and parameter order.
     maximize : bool

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 from sympy.logic.boolalg import BooleanFalse, BooleanTrue
 
-from ._errors import ProblemError
+from .._errors import ProblemError
 
 __all__ = ["Leaf", "AllOf", "AnyOf", "Constraint", "normalize_constraint", "leaves"]
 

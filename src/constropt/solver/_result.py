@@ -2,33 +2,15 @@
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
+from ..engine._status import Status
+
 __all__ = ["Status", "History", "Result"]
-
-
-class Status(enum.Enum):
-    """Why a run ended.  Each value is the message users read."""
-
-    CONVERGED = "the best point stopped improving (stagnation criterion met)"
-    MAX_GENERATIONS = "reached max_generations"
-    MAX_EVALS = "reached the evaluation budget max_evals"
-    TIME_LIMIT = "reached time_limit"
-    TARGET = "reached the target objective value"
-    CALLBACK = "stopped by the callback"
-    INFEASIBLE = "no feasible point found; the result is the least-violating point"
-    UNBOUNDED = "the objective appears unbounded: it diverges to infinity at a feasible point"
-    INTERRUPTED = "interrupted (KeyboardInterrupt); the result is the best point so far"
-
-    @property
-    def failed(self) -> bool:
-        """Statuses for which ``success`` is False."""
-        return self in (Status.INFEASIBLE, Status.UNBOUNDED, Status.INTERRUPTED)
 
 
 @dataclass(frozen=True)
@@ -165,7 +147,7 @@ class Result:
         -------
         matplotlib.figure.Figure
         """
-        from ._plot import plot_result
+        from ..interface._plot import plot_result
 
         return plot_result(self, path, ax)
 
@@ -175,7 +157,7 @@ class Result:
         Fields follow scipy's convention: ``x`` (``x_array``), ``fun`` (the value that
         was minimized: ``-result.fun`` for a maximize problem), ``user_fun``
         (``result.fun``, the user's sense), ``success``, ``status`` (an int, 0 for a
-        normal convergence; see ``constropt._interop.SCIPY_STATUS``), ``message``,
+        normal convergence; see ``constropt.solver._scipy.SCIPY_STATUS``), ``message``,
         ``nit``, ``nfev``, ``maxcv``; also ``feasible``, ``violations`` and
         ``constropt_status`` (the :class:`Status`).
 
@@ -183,7 +165,7 @@ class Result:
         -------
         scipy.optimize.OptimizeResult
         """
-        from ._interop import result_to_scipy
+        from ._scipy import result_to_scipy
 
         return result_to_scipy(self)
 

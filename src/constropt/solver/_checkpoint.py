@@ -16,7 +16,7 @@ import tempfile
 
 import numpy as np
 
-from ._errors import CheckpointError
+from .._errors import CheckpointError
 
 __all__ = ["fingerprint", "write_checkpoint", "read_checkpoint", "FORMAT", "VERSION"]
 

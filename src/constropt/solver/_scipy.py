@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ._errors import OptionError
+from .._errors import OptionError
 
 __all__ = ["ScipyProblem", "problem_to_scipy", "result_to_scipy", "SCIPY_STATUS",
            "STRICT_MARGIN"]
@@ -98,7 +98,7 @@ class ScipyProblem:
 
 def _disjunctive_constraints(problem) -> list[int]:
     """Indices of user constraints holding an ``Or`` (their leaves are not conjunctive)."""
-    from ._constraints import AllOf, AnyOf
+    from ..problem._constraints import AllOf, AnyOf
 
     def has_or(node) -> bool:
         if isinstance(node, AnyOf):
@@ -209,7 +209,7 @@ def problem_to_scipy(problem, parameters=None, *, eq_tol: float | None = None,
 
     orc = _disjunctive_constraints(problem)
     if orc:
-        from ._evaluate import report_numpy
+        from ..problem._evaluate import report_numpy
 
         rows = np.array(orc, dtype=int)
 

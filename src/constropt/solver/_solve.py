@@ -10,10 +10,10 @@ from dataclasses import replace
 import numpy as np
 import sympy as sp
 
-from ._errors import OptionError, SolveFailedError
-from ._evaluate import report_numpy
+from .._errors import OptionError, SolveFailedError
+from ..problem._evaluate import report_numpy
+from ..problem._problem import Problem
 from ._options import SolveOptions
-from ._problem import Problem
 from ._result import History, Result, Status
 
 __all__ = ["solve", "resume", "COMPILE_THRESHOLD"]
@@ -193,7 +193,7 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
     -------
     Result
     """
-    from ._evaluator import resolve_device
+    from ..engine._backend import resolve_device
 
     t_start = time.perf_counter()
     opts = SolveOptions.from_kwargs(options)
@@ -224,7 +224,7 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
 def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_start, t_lower,
              settings, resume=None) -> Result:
     """Search, polish, check and build the Result (shared by solve and resume)."""
-    from ._evaluator import resolve_dtype
+    from ..engine._backend import resolve_dtype
     from ._search import default_pop_size, run_search
 
     n = problem.n
@@ -320,9 +320,9 @@ def resume(path, *, problem=None, progress=None, callback=None, checkpoint=None)
     CheckpointError
         The file is missing, corrupt, of another version, or of another problem.
     """
+    from .._errors import CheckpointError
+    from ..engine._backend import resolve_device
     from ._checkpoint import fingerprint, read_checkpoint
-    from ._errors import CheckpointError
-    from ._evaluator import resolve_device
 
     t_start = time.perf_counter()
     data = read_checkpoint(path)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._errors import DeviceError, OptionError
+from .._errors import DeviceError, OptionError
 
 __all__ = ["resolve_device", "resolve_dtype", "compiled"]
 

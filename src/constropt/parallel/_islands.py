@@ -38,7 +38,7 @@ from dataclasses import fields, replace
 
 import numpy as np
 
-from ._errors import ConstroptError, OptionError, SolveFailedError
+from .._errors import ConstroptError, OptionError, SolveFailedError
 
 __all__ = ["solve_islands", "DistributedError", "TOPOLOGIES"]
 
@@ -150,7 +150,7 @@ def _island_device(device):
     without an index also maps to the local rank's GPU; anything else as given."""
     import torch
 
-    from ._evaluator import resolve_device
+    from ..engine._backend import resolve_device
 
     local = int(os.environ.get("LOCAL_RANK", "0") or 0)
     if device is None or (isinstance(device, str) and device == "auto"):
@@ -227,8 +227,8 @@ def _inject(algorithm, alg_state, Xm, fm, cvm):
     which keeps both algorithms' invariants.  Returns the new algorithm state."""
     import torch
 
-    from .engine._ga import Population
-    from .engine._ranking import order
+    from ..engine._ga import Population
+    from ..engine._ranking import order
 
     X, f, cv = algorithm.population(alg_state)
     handler = getattr(algorithm, "handler", None)
@@ -287,9 +287,9 @@ class _Migration:
     def __call__(self, st, algorithm) -> bool:
         import torch
 
-        from ._result import Status
-        from .engine._loop import _improved, _merge
-        from .engine._ranking import order
+        from ..engine._loop import _improved, _merge
+        from ..engine._ranking import order
+        from ..solver._result import Status
 
         g = st.g
         if self.user_hook is not None and self.user_hook(st, algorithm):
@@ -457,9 +457,9 @@ def solve_islands(objective, constraints=(), *, migrate_every=20, migrants=2,
     SolveFailedError
         With ``throw=True``, on every rank, when the final result is not a success.
     """
-    from ._options import SolveOptions
-    from ._problem import Problem
-    from ._search import default_pop_size
+    from ..problem._problem import Problem
+    from ..solver._options import SolveOptions
+    from ..solver._search import default_pop_size
 
     t_start = time.perf_counter()
     _validate(migrate_every, migrants, topology, timeout, backend)
@@ -470,7 +470,7 @@ def solve_islands(objective, constraints=(), *, migrate_every=20, migrants=2,
         raise OptionError("checkpoint is not supported by solve_islands: a checkpoint "
                           "cannot hold the other ranks' populations")
     if seed is not None:
-        from ._solve import _seed
+        from ..solver._solve import _seed
         seed = _seed(seed)
     if isinstance(objective, Problem):
         if tuple(constraints) or any(named.get(k) is not None for k in ("variables", "bounds")) \
@@ -507,8 +507,8 @@ def _islands(problem, grp: _Group, dev, seed, opts, solve_options, named, S, m, 
              topology, t_start, t_lower):
     import torch
 
-    from ._result import Result, Status
-    from ._solve import solve
+    from ..solver._result import Result, Status
+    from ..solver._solve import solve
 
     rank, world = grp.rank, grp.world
     # one collective checks that the ranks agree and carries rank 0's seed
@@ -574,7 +574,7 @@ def _islands(problem, grp: _Group, dev, seed, opts, solve_options, named, S, m, 
     payload = grp.broadcast_object("broadcast of the winning result", payload, winner)
     result = Result(**payload, problem=problem)
     if cross:  # every rank runs the same deterministic check; rank 0's copy is kept
-        from ._crosscheck import cross_check as _cc
+        from ..solver._crosscheck import cross_check as _cc
 
         t0 = time.perf_counter()
         cc = _cc(result)
@@ -594,8 +594,8 @@ def cli_solve(path, device, seed, max_evals, time_limit, pop_size, checkpoint, r
     """
     import click
 
-    from .cli import EXIT_BAD_INPUT, EXIT_FAILED, _exit_code
-    from .files import load_problem
+    from ..cli import EXIT_BAD_INPUT, EXIT_FAILED, _exit_code
+    from ..files import load_problem
 
     rank = int(os.environ.get("RANK", "0") or 0)
     if checkpoint or resume:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._errors import OptionError
+from .._errors import OptionError
 
 __all__ = ["Verdict", "ReferenceRun", "CrossCheck", "cross_check"]
 

@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from .._errors import ProblemError
+from ..lowering import Block, Layout, Lowering
 from ._bounds import BoundsWarning, make_bounds
 from ._constraints import Constraint, Leaf, normalize_constraint
-from ._errors import ProblemError
-from .lowering import Block, Layout, Lowering
 
 __all__ = ["Problem", "Evaluation", "BoundsWarning", "DEFAULT_BOUND"]
 
@@ -321,7 +321,7 @@ class Problem:
         ProblemError
             When the problem does not have exactly 2 scalar variables.
         """
-        from ._plot import plot_problem
+        from ..interface._plot import plot_problem
 
         return plot_problem(self, result, path, resolution, ax=ax, limits=limits,
                             parameters=parameters)
@@ -352,7 +352,7 @@ class Problem:
         -------
         ScipyProblem
         """
-        from ._interop import problem_to_scipy
+        from ..solver._scipy import problem_to_scipy
 
         return problem_to_scipy(self, parameters, eq_tol=eq_tol, strict_margin=strict_margin)
 

@@ -7,7 +7,7 @@ import math
 import os
 from dataclasses import dataclass, fields
 
-from ._errors import OptionError
+from .._errors import OptionError
 
 __all__ = ["SolveOptions"]
 

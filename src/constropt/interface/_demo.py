@@ -13,7 +13,7 @@ def run_demo(device: str = "cpu", seed: int = 0, echo=print) -> bool:
 
     Returns True when both runs succeed, agree with scipy and match the known optima.
     """
-    from . import benchmarks, solve
+    from .. import benchmarks, solve
 
     ok = True
     for name in ("blog_example2", "blog_example3"):

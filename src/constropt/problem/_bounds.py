@@ -9,8 +9,8 @@ import warnings
 import numpy as np
 import sympy as sp
 
+from .._errors import ProblemError
 from ._constraints import Leaf
-from ._errors import ProblemError
 
 __all__ = ["BoundsWarning", "make_bounds", "is_integer"]
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ._errors import OptionError, ProblemError
+from .._errors import OptionError, ProblemError
+from ..problem._problem import Problem
 from ._options import SolveOptions
-from ._problem import Problem
 from ._result import History, Result, Status
 
 __all__ = ["solve_batch", "BatchResult"]
@@ -122,12 +122,12 @@ def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None
     """
     import torch
 
-    from ._evaluate import report_numpy
-    from ._evaluator import resolve_device, resolve_dtype
+    from ..engine import _de
+    from ..engine._backend import resolve_device, resolve_dtype
+    from ..engine._ga import Population, initial
+    from ..engine._handling import make_handler
+    from ..problem._evaluate import report_numpy
     from ._solve import _compile_choice, _point_dict, _seed, polish_from
-    from .engine import _de
-    from .engine._ga import Population, initial
-    from .engine._handling import make_handler
 
     t_start = time.perf_counter()
     if not isinstance(problem, Problem):
@@ -156,7 +156,7 @@ def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None
     # a batch runs hundreds of generations over S * B individuals: compiling pays sooner
     use_compile = _compile_choice(compile, 4 * S * n * B)
     if use_compile:
-        from ._evaluator import compiled
+        from ..engine._backend import compiled
 
         step = compiled(step, (problem.source, "de_step_batch", handler, cfg))
     P = torch.as_tensor(M, dtype=wdtype, device=dev)[:, :, None]        # (n_p, B, 1)

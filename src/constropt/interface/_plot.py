@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 
-from ._errors import OptionError, ProblemError
+from .._errors import OptionError, ProblemError
 
 __all__ = ["plot_result", "plot_problem"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._errors import ProblemError
+from .._errors import ProblemError
 from ._problem import Evaluation
 
 __all__ = ["evaluate_points", "report_numpy"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from ._errors import OptionError
+from .._errors import OptionError
 
 __all__ = ["run_search", "ALGORITHMS", "default_pop_size"]
 
@@ -33,8 +33,8 @@ def _make_repair(problem, opts, evaluate, P, bounds, gen, S):
     """Gradient repair when asked for, or by default when there are equalities."""
     import torch
 
+    from ..engine._repair import Repair
     from ._polish import conjunctive_leaves
-    from .engine._repair import Repair
 
     want = opts.repair
     if want == "auto":
@@ -81,12 +81,12 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
     """
     import torch
 
-    from ._evaluator import compiled
+    from ..engine import _de, _ga
+    from ..engine._algorithms import DE, GA
+    from ..engine._backend import compiled
+    from ..engine._handling import make_handler
+    from ..engine._loop import Termination, run
     from ._progress import make_monitor
-    from .engine import _de, _ga
-    from .engine._algorithms import DE, GA
-    from .engine._handling import make_handler
-    from .engine._loop import Termination, run
 
     n = problem.n
     algorithm = opts.algorithm
@@ -109,7 +109,7 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
     gen = torch.Generator(device=dev)
     gen.manual_seed(seed)
     if not use_compile:  # compiled kernels fuse away the temporaries that chunking bounds
-        from ._memory import Chunked, available_bytes, bytes_per_individual
+        from ..engine._memory import Chunked, available_bytes, bytes_per_individual
 
         budget = opts.memory_budget or available_bytes(dev) // 2
         fitness_fn = Chunked(fitness_fn, bytes_per_individual(problem, wdtype.itemsize),

@@ -55,8 +55,8 @@ def quick_table(device: str = "cpu", repeats: int = 5, population: int = 900_000
     """Markdown table: NumPy vs constropt eager vs constropt compiled (ms, ratios)."""
     import torch
 
-    from . import benchmarks
-    from ._evaluator import compiled, resolve_device
+    from .. import benchmarks
+    from ..engine._backend import compiled, resolve_device
 
     dev = resolve_device(device)
     sync = torch.cuda.synchronize if dev.type == "cuda" else None

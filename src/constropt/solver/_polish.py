@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from ._constraints import AllOf, Leaf
+from ..problem._constraints import AllOf, Leaf
 
 __all__ = ["conjunctive_leaves", "polish", "Counter", "scipy_functions"]
 

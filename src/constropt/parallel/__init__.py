@@ -1,0 +1,1 @@
+"""Parallel modes built on the search driver: islands over ``torch.distributed``."""
