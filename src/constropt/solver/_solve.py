@@ -30,8 +30,9 @@ UNBOUNDED_LEVEL = 1e30
 def _seed(seed) -> int:
     if seed is None:
         return secrets.randbits(63)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise OptionError(f"seed must be a non-negative integer or None, got {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or \
+            not 0 <= seed < 2**63:
+        raise OptionError(f"seed must be an integer in [0, 2**63) or None, got {seed!r}")
     return int(seed)
 
 
