@@ -33,8 +33,9 @@ def _sympy_eval(f, constraints, point):
 def test_variables_and_extracted_bounds(blog2):
     assert blog2.variables == (x, y, z)
     assert blog2.bounds[y] == (3.0, 7.0)
-    assert blog2.bounds[x] == (1.0, 1000.0)
-    assert blog2.bounds[z] == (-1000.0, 0.0)
+    # open sides: ten times the problem's scale (its largest constant is 10), expandable
+    assert blog2.bounds[x] == (1.0, 101.0)
+    assert blog2.bounds[z] == (-100.0, 0.0)
     assert blog2.maximize and blog2.n == 3
     assert len(blog2.constraints) == 6
 
@@ -174,7 +175,10 @@ def test_stray_symbol_with_explicit_variables():
 def test_missing_bound_warns_with_the_name():
     with pytest.warns(BoundsWarning, match="no finite bound on some side of y"):
         p = constropt.Problem(x + y, [y >= 0], bounds={x: (0, 1)})
-    assert p.bounds[y] == (0.0, 1000.0)
+    assert p.bounds[y] == (0.0, 10.0)  # the problem's numbers are at most 1: scale 1
+    with pytest.warns(BoundsWarning):
+        q = constropt.Problem(x + y, [y >= 0], bounds={x: (0, 1)}, default_bound=1000)
+    assert q.bounds[y] == (0.0, 1000.0)
 
 
 def test_unknown_device():

@@ -20,13 +20,12 @@ import sympy as sp
 
 from .._errors import ProblemError
 from ..lowering import Block, Layout, Lowering
-from ._bounds import BoundsWarning, make_bounds
+from ._bounds import DEFAULT_BOUND, BoundsWarning, make_bounds
 from ._constraints import Constraint, Leaf, normalize_constraint
 
 __all__ = ["Problem", "Evaluation", "BoundsWarning", "DEFAULT_BOUND"]
 
 #: Half-width of the box used for a variable side that has no finite bound.
-DEFAULT_BOUND = 1000.0
 
 _VECTOR_TYPES = (sp.IndexedBase, sp.MatrixSymbol)
 
@@ -115,9 +114,14 @@ class Problem:
     eq_tol : float, optional
         Tolerance for equality constraints: ``|h(x)| <= eq_tol`` counts as satisfied.
     default_bound : float, optional
-        A side without a finite bound is placed at ``-default_bound``/``+default_bound``
-        (moved out to the other side ``-/+ default_bound`` if that is beyond), with a
-        :class:`BoundsWarning` naming the variable.
+        Half-width of the initial search box on a side without a finite bound (a
+        :class:`BoundsWarning` names the variable): ``[-d, d]`` when both sides are open,
+        the other side ``+/- max(d, |other side|)`` when one is.  Default: ten times the
+        magnitude of the problem's constants and bounds (clipped to [10, 1000],
+        ``DEFAULT_BOUND``).  Such a side, and a given side beyond ``1e6`` in magnitude, is
+        *soft*: :func:`solve` expands it tenfold (up to 4 times, then to a huge given
+        side's value) while the best point presses on it with the objective improving
+        outward, and reports ``UNBOUNDED`` if an open side is still pressed after that.
 
     Attributes
     ----------
@@ -133,7 +137,7 @@ class Problem:
 
     def __init__(self, objective, constraints=(), *, variables=None, bounds=None,
                  maximize: bool = False, parameters=None, eq_tol: float = 1e-4,
-                 default_bound: float = DEFAULT_BOUND):
+                 default_bound: float | None = None):
         self._objective = _check_objective(objective)
         if isinstance(constraints, (sp.Basic, bool)):
             constraints = [constraints]
@@ -164,9 +168,9 @@ class Problem:
                                "nor the constraints contain a symbol that is not a parameter; "
                                "pass variables=[...] or use a symbol in the objective")
         self._layout = _make_layout(self._variables, tuple(self._parameters))
-        self._lower, self._upper, self._integer, self._box = make_bounds(
-            self._variables, self._layout, self._constraints, bounds, float(default_bound),
-            self._parameters)
+        self._lower, self._upper, self._integer, self._box, self._soft = make_bounds(
+            self._variables, self._layout, self._constraints, bounds, default_bound,
+            self._parameters, exprs)
         self._lowering = Lowering(self._objective, self._constraints, self._layout,
                                   self._maximize)
 
