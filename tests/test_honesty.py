@@ -209,3 +209,39 @@ def test_default_box_expands_to_a_far_optimum():
     assert res.success and res.x[x] == pytest.approx(300.0, abs=1e-3)
     lo, hi = res.problem.bounds[x]
     assert lo < 300 < hi
+
+
+# -- bounds that depend on parameters follow them ---------------------------------------------
+PARAM_FILE = """
+objective = "-x - y"
+[variables]
+x = { lower = "-r", upper = "r" }
+y = [0, "2*r"]
+[parameters]
+r = 2
+"""
+
+
+def test_file_bounds_follow_the_parameters_in_solve_and_solve_batch():
+    from constropt.files import loads_problem
+
+    spec = loads_problem(PARAM_FILE)
+    r = next(iter(spec.parameters))
+    assert spec.bounds[spec.variables[0]] == (-r, r)  # kept as expressions, not 2.0
+    p = spec.to_problem()
+    for value in (2.0, 3.0, 0.5):  # optimum x = r, y = 2r: f = -3r
+        res = constropt.solve(p, parameters={r: value}, seed=0)
+        assert res.success and res.fun == pytest.approx(-3 * value, abs=1e-9)
+    br = constropt.solve_batch(p, {r: np.array([1.0, 2.0, 3.0])}, seed=0)
+    np.testing.assert_allclose([q.fun for q in br.results], [-3.0, -6.0, -9.0], atol=1e-6)
+    assert all(q.success for q in br.results)
+
+
+def test_problem_bounds_in_parameters():
+    p = constropt.Problem(-x, bounds={x: (-R, R)}, parameters={R: 1.0})
+    assert p.constraints == (x >= -R, x <= R)  # also constraints: per instance in a batch
+    assert constropt.solve(p, parameters={R: 4.0}, seed=0).fun == pytest.approx(-4.0)
+    with pytest.raises(constropt.ProblemError, match="bounds of x are empty"):
+        constropt.solve(p, parameters={R: -1.0}, seed=0)
+    with pytest.raises(constropt.ProblemError, match="depends on y, which is not a parameter"):
+        constropt.Problem(x**2, bounds={x: (-y, 1)}, variables=[x])

@@ -21,7 +21,8 @@ from .._errors import ProblemError
 from ._constraints import Leaf
 
 __all__ = ["BoundsWarning", "make_bounds", "is_integer", "default_box", "problem_scale",
-           "with_box", "SoftSides", "HUGE_BOUND", "DEFAULT_BOUND"]
+           "with_box", "SoftSides", "HUGE_BOUND", "DEFAULT_BOUND", "parameter_box",
+           "parameter_bound_constraints"]
 
 #: The largest half-width of the automatic default box (``default_bound=None``).
 DEFAULT_BOUND = 1000.0
@@ -174,6 +175,7 @@ def make_bounds(variables, layout, constraints, bounds, default_bound, parameter
         if lo[v] > hi[v] or (lo[v] == hi[v] and (v in strict_lo or v in strict_hi)):
             raise ProblemError(f"the constraints on {v} contradict each other: they require "
                                f"{v} >= {lo[v]} and {v} <= {hi[v]}")
+    param_bounds = []
     if bounds is not None:
         if not isinstance(bounds, dict):
             raise ProblemError(f"bounds must be a dict {{symbol: (lo, hi)}}, got {bounds!r}")
@@ -187,6 +189,16 @@ def make_bounds(variables, layout, constraints, bounds, default_bound, parameter
                 raise ProblemError(f"bounds for {s} must be a pair (lo, hi), got {pair!r}") \
                     from None
             for name, val in (("lower", blo), ("upper", bhi)):
+                if isinstance(val, sp.Basic) and val.free_symbols:
+                    stray = sorted(map(str, val.free_symbols - set(parameters)))
+                    if stray:
+                        raise ProblemError(f"{name} bound of {s} ({val}) depends on "
+                                           f"{', '.join(stray)}, which is not a parameter")
+                    if s not in scalars:
+                        raise ProblemError(f"{name} bound of {s} depends on parameters: "
+                                           "supported for scalar variables only")
+                    param_bounds.append((s, name, val))
+                    val = val.subs(parameters)
                 if val is not None:
                     try:
                         fv = float(val)
@@ -241,4 +253,38 @@ def make_bounds(variables, layout, constraints, bounds, default_bound, parameter
                       BoundsWarning, stacklevel=4)
     soft = SoftSides(soft_lo & (lower > hard_lo), soft_hi & (upper < hard_hi), hard_lo,
                      hard_hi)
-    return lower, upper, integer, box, soft
+    return lower, upper, integer, box, soft, tuple(param_bounds)
+
+
+def parameter_bound_constraints(param_bounds) -> list:
+    """``x >= lo(p)`` / ``x <= hi(p)`` for each bound that depends on parameters: added
+    to the problem's constraints, so that each parameter value (each instance of a batch)
+    gets its own bounds while the search box covers them all."""
+    return [(s >= v) if side == "lower" else (s <= v) for s, side, v in param_bounds]
+
+
+def parameter_box(problem, P: np.ndarray):
+    """``problem`` searching the box its parameter-dependent bounds give for the parameter
+    values ``P``, shape (n_params,) or (n_params, B) (the hull over the B instances);
+    ``problem`` itself when no bound depends on a parameter."""
+    if not problem._param_bounds:
+        return problem
+    P = np.asarray(P, dtype=np.float64).reshape(len(problem.layout.parameters), -1)
+    lower, upper = problem.lower, problem.upper
+    params = problem.layout.parameters
+    for s, side, expr in problem._param_bounds:
+        fn = sp.lambdify(params, expr, "numpy")
+        vals = np.broadcast_to(np.asarray(fn(*P), dtype=np.float64), (P.shape[1],))
+        if not np.all(np.isfinite(vals)):
+            raise ProblemError(f"the {side} bound of {s} ({expr}) is not finite for the "
+                               "given parameter values")
+        off = problem.layout.block_of(s).offset
+        if side == "lower":
+            lower[off] = vals.min()
+        else:
+            upper[off] = vals.max()
+    bad = [str(b.symbol) for b in problem.layout.blocks if lower[b.offset] > upper[b.offset]]
+    if bad:
+        raise ProblemError(f"the bounds of {', '.join(bad)} are empty (lower above upper) for "
+                           "the given parameter values")
+    return with_box(problem, lower, upper)

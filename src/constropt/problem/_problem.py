@@ -20,7 +20,7 @@ import sympy as sp
 
 from .._errors import ProblemError
 from ..lowering import Block, Layout, Lowering
-from ._bounds import DEFAULT_BOUND, BoundsWarning, make_bounds
+from ._bounds import DEFAULT_BOUND, BoundsWarning, make_bounds, parameter_bound_constraints
 from ._constraints import Constraint, Leaf, normalize_constraint
 
 __all__ = ["Problem", "Evaluation", "BoundsWarning", "DEFAULT_BOUND"]
@@ -105,7 +105,10 @@ class Problem:
         that is not a parameter, in natural name order (``x2`` before ``x10``).
     bounds : dict, optional
         ``{symbol: (lo, hi)}``; either side may be ``None``.  Overrides the bounds that
-        constropt extracts from single-variable linear constraints.
+        constropt extracts from single-variable linear constraints.  A side may be a
+        sympy expression in the parameters (``{x: (-r, r)}``): it is also added to the
+        constraints (``x >= -r``, ``x <= r``), and each solve searches the box of the
+        parameter values it is given (``solve_batch``: the hull over the instances).
     maximize : bool, optional
         Maximize instead of minimize.
     parameters : dict, optional
@@ -168,9 +171,12 @@ class Problem:
                                "nor the constraints contain a symbol that is not a parameter; "
                                "pass variables=[...] or use a symbol in the objective")
         self._layout = _make_layout(self._variables, tuple(self._parameters))
-        self._lower, self._upper, self._integer, self._box, self._soft = make_bounds(
-            self._variables, self._layout, self._constraints, bounds, default_bound,
-            self._parameters, exprs)
+        (self._lower, self._upper, self._integer, self._box, self._soft,
+         self._param_bounds) = make_bounds(self._variables, self._layout, self._constraints,
+                                           bounds, default_bound, self._parameters, exprs)
+        extra = parameter_bound_constraints(self._param_bounds)
+        self._constraints += tuple(normalize_constraint(c, len(self._constraints) + i)
+                                   for i, c in enumerate(extra))
         self._lowering = Lowering(self._objective, self._constraints, self._layout,
                                   self._maximize)
 

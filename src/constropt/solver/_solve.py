@@ -183,9 +183,11 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
              settings, resume=None) -> Result:
     """Search, polish, check and build the Result (shared by solve and resume)."""
     from ..engine._backend import resolve_dtype
+    from ..problem._bounds import parameter_box
     from ._expand import MAX_EXPANSIONS, describe, expand, pressed_sides
     from ._search import default_pop_size, run_search
 
+    problem = parameter_box(problem, pvec)  # bounds that depend on parameters follow them
     n = problem.n
     S = opts.pop_size or default_pop_size(opts.algorithm, n)
     S += S % 2
