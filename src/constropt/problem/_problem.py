@@ -322,7 +322,7 @@ class Problem:
             Draw into these axes instead of a new figure.
         limits : dict, optional
             ``{symbol: (lo, hi)}``: the plotted window, overriding the box per variable
-            (useful when a side got the default bound of +/-1000).
+            (useful when a side got a default bound).
         parameters : dict, optional
             Parameter values overriding the problem's own.
 
