@@ -166,6 +166,13 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
                     t_lower, settings)
 
 
+def _open(problem, lower_mask, upper_mask) -> bool:
+    """Whether a pressed side has no bound at all (an infinite hard limit)."""
+    soft = problem._soft
+    return bool((lower_mask & ~np.isfinite(soft.hard_lower)).any()
+                or (upper_mask & ~np.isfinite(soft.hard_upper)).any())
+
+
 def _remaining(opts, nfev: int, seconds: float):
     """``opts`` with the budgets left after ``nfev`` evaluations and ``seconds`` of
     search and polish (each expansion of the box runs a new search within them)."""
@@ -216,7 +223,8 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
             nfev = base + used
         polish_s += time.perf_counter() - t_pol
         pressed = None
-        if not (expandable and np.all(V_best == 0) and np.isfinite(f_best)) or \
+        probe_room = opts.max_evals is None or nfev + 2 * n <= opts.max_evals
+        if not (expandable and probe_room and np.all(V_best == 0) and np.isfinite(f_best)) or \
                 out.reason in (Status.INTERRUPTED, Status.CALLBACK, Status.TARGET,
                                Status.UNBOUNDED):
             break
@@ -225,10 +233,11 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
         if not (lo_m.any() or hi_m.any()):
             break
         pressed = (lo_m, hi_m)
-        room = _remaining(opts, nfev, search_s + polish_s)
-        if rounds == MAX_EXPANSIONS or (room.max_evals is not None and
-                                            room.max_evals < 2 * S) or \
-                (room.time_limit is not None and room.time_limit <= 0):
+        evals_left = None if opts.max_evals is None else opts.max_evals - nfev
+        time_left = None if opts.time_limit is None else \
+            opts.time_limit - search_s - polish_s
+        if rounds == MAX_EXPANSIONS or (evals_left is not None and evals_left < 2 * S) or \
+                (time_left is not None and time_left <= 0):
             break
         box = expand(problem, box, lo_m, hi_m, last=rounds == MAX_EXPANSIONS - 1)
         rounds += 1
@@ -256,6 +265,10 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
             status = Status.UNBOUNDED
             message = (f"{Status.UNBOUNDED.value} (best objective {f_best:.3g}; the "
                        "objective diverges inside the box or as x approaches its edge)")
+        elif pressed is not None and not _open(problem, *pressed):
+            message += (f"; the best point presses on the search box side of "
+                        f"{describe(problem, box, *pressed)}, short of the given bound: the "
+                        "budget ended the box's expansion")
         elif pressed is not None:
             status = Status.UNBOUNDED
             message = (f"{Status.UNBOUNDED.value}: the best point presses on the default box "
