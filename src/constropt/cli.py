@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import warnings
 
@@ -118,6 +119,52 @@ def _solve_file_quiet(path, cross, device, seed, max_evals, time_limit, pop_size
     return solve(spec.to_problem(), **options)
 
 
+def _solve_distributed(path, device, seed, max_evals, time_limit, pop_size, checkpoint,
+                       resume, emit) -> int:
+    """``constropt solve FILE --distributed``: every rank solves, rank 0 prints.
+
+    Returns the exit code (the same on every rank for a completed run).
+    """
+    from . import solve_islands
+    from ._errors import ConstroptError
+    from .files import load_problem
+    from .parallel._group import DistributedError
+
+    rank = int(os.environ.get("RANK", "0") or 0)
+    if checkpoint or resume:
+        if rank == 0:
+            click.echo("error: --distributed does not support --checkpoint or --resume",
+                       err=True)
+        return EXIT_BAD_INPUT
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            spec = load_problem(path)
+            options = dict(spec.options)
+            for k, v in (("max_evals", max_evals), ("time_limit", time_limit),
+                         ("pop_size", pop_size)):
+                if v is not None:
+                    options[k] = v
+            if seed is not None:
+                options["seed"] = seed
+            options.setdefault("device", device)
+            options.pop("checkpoint", None)
+            res = solve_islands(spec.to_problem(), **options)
+    except DistributedError as exc:
+        click.echo(f"error: {exc}", err=True)
+        return EXIT_FAILED
+    except ConstroptError as exc:  # the same bad input on every rank: say it once
+        if rank == 0:
+            click.echo(f"error: {exc}", err=True)
+        return EXIT_BAD_INPUT
+    if rank == 0:
+        for w in caught:
+            click.echo(f"warning: {w.message}", err=True)
+        emit(res)
+        sys.stdout.flush()
+    return _exit_code(res)
+
+
 class _Group(click.Group):
     """Maps constropt's own errors to a one-line message and exit code 2."""
 
@@ -152,9 +199,7 @@ def solve_cmd(problem_file, device, seed, max_evals, time_limit, pop_size, as_js
               checkpoint, checkpoint_every, resume, distributed):
     """Solve the problem described in PROBLEM_FILE (.toml, .yaml)."""
     if distributed:
-        from .parallel._islands import cli_solve
-
-        sys.exit(cli_solve(problem_file, device, seed, max_evals, time_limit, pop_size,
+        sys.exit(_solve_distributed(problem_file, device, seed, max_evals, time_limit, pop_size,
                            checkpoint, resume, lambda res: _emit(res, as_json, plot)))
     res = _solve_file(problem_file, False, device, seed, max_evals, time_limit, pop_size,
                       checkpoint, checkpoint_every, resume)
