@@ -55,8 +55,11 @@ class Result:
     fun : float
         Objective at ``x`` in the user's sense, evaluated in float64.
     feasible : bool
-        Every constraint holds at ``x`` in float64 (strict ones strictly, equalities
-        within ``eq_tol``).
+        Every constraint provably holds at ``x`` (strict ones strictly, equalities
+        within ``eq_tol``): checked in float64, then with exact arithmetic (Arb balls)
+        at the exact point; see ``verification``.  A point float64 finds feasible but
+        exact arithmetic cannot certify is reported infeasible (status ``INFEASIBLE``,
+        the message says "feasibility could not be certified").
     maxcv : float
         Largest constraint violation at ``x`` (0 when feasible).
     violations : ndarray, shape (m,)
@@ -77,6 +80,10 @@ class Result:
     history : History
     cross_check : CrossCheck or None
     problem : Problem
+    verification : Verification or None
+        The rigorous check of ``x``: per-constraint verdicts (``"satisfied"``,
+        ``"violated"``, ``"undecided"``), what float64 said, ``fun_error`` (a proven
+        bound on ``|fun - f(x)|``), whether the point was nudged to certify it.
     """
 
     x: Any
@@ -97,6 +104,7 @@ class Result:
     history: History
     cross_check: Any = None
     problem: Any = field(default=None, repr=False, compare=False)
+    verification: Any = None
 
     def __post_init__(self):
         object.__setattr__(self, "x", MappingProxyType(dict(self.x)))
@@ -194,4 +202,10 @@ class Result:
             "history": {"nfev": self.history.nfev.tolist(), "fun": self.history.fun.tolist(),
                         "cv": self.history.cv.tolist()},
             "cross_check": cc,
+            "verification": None if self.verification is None else {
+                "feasible": self.verification.feasible,
+                "verdicts": list(self.verification.verdicts),
+                "float64_feasible": self.verification.float64_feasible,
+                "fun_error": self.verification.fun_error,
+                "repaired": self.verification.repaired},
         }

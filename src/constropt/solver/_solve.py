@@ -15,6 +15,7 @@ from ..problem._evaluate import report_numpy
 from ..problem._problem import Problem
 from ._options import SolveOptions
 from ._result import History, Result, Status
+from ._verify import certify
 
 __all__ = ["solve", "resume", "COMPILE_THRESHOLD"]
 
@@ -43,15 +44,25 @@ def _compile_choice(compile, work: int) -> bool:
     raise OptionError(f"compile must be 'auto', True or False, got {compile!r}")
 
 
-def _point_dict(problem: Problem, x: np.ndarray) -> dict:
+def _point_dict(problem: Problem, x: np.ndarray, genes=None) -> dict:
+    """``{symbol: value}``; ``genes`` (the exact point of :func:`certify`) gives integer
+    variables as exact Python ints, even beyond 2**53."""
     out = {}
     for b in problem.layout.blocks:
         vals = x[b.offset:b.offset + b.size]
         integer = problem.integer[b.offset]
+        exact = None if genes is None else genes[b.offset:b.offset + b.size]
         if b.shape == ():
-            out[b.symbol] = int(round(vals[0])) if integer else float(vals[0])
+            if integer:
+                out[b.symbol] = exact[0] if exact is not None else int(round(vals[0]))
+            else:
+                out[b.symbol] = float(vals[0])
+        elif integer and exact is not None and max(map(abs, exact)) >= 2**62:
+            out[b.symbol] = np.array(exact, dtype=object).reshape(b.shape)
         else:
             arr = np.round(vals).astype(np.int64) if integer else vals.copy()
+            if integer and exact is not None:
+                arr = np.array(exact, dtype=np.int64)
             out[b.symbol] = arr.reshape(b.shape)
     return out
 
@@ -244,13 +255,15 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
                                                    opts.max_evals, nfev)
     polish_s = time.perf_counter() - t_pol
 
-    feasible = bool(np.all(V_best == 0))
+    checked = certify(problem, best, pvec, f_best, V_best)  # exact arithmetic (Arb balls)
+    best, f_best, V_best = checked.x, checked.fun, checked.violations
+    feasible = checked.verification.feasible
     reason = out.reason
     if reason is Status.INTERRUPTED:
-        status, message = reason, reason.value
+        status, message = reason, reason.value + checked.note
     elif not feasible:
         status = Status.INFEASIBLE
-        message = f"{Status.INFEASIBLE.value} (search ended: {reason.value})"
+        message = f"{Status.INFEASIBLE.value}{checked.note} (search ended: {reason.value})"
     else:
         status = reason
         message = reason.value
@@ -272,13 +285,13 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
     hist = History(out.hist_nfev, sign * out.hist_f, out.hist_cv)
     total = time.perf_counter() - t_start
     result = Result(
-        x=_point_dict(problem, best), x_array=best, variables=problem.variables,
+        x=_point_dict(problem, best, checked.genes), x_array=best, variables=problem.variables,
         fun=f_best, feasible=feasible, maxcv=float(V_best.max()) if V_best.size else 0.0,
         violations=V_best, success=feasible and not status.failed, status=status,
         message=message, nit=out.nit, nfev=nfev, seed=seed, device=str(dev),
         timings={"lowering": t_lower, "compile": compile_s, "search": out.seconds,
                  "polish": polish_s, "total": total},
-        history=hist, problem=problem)
+        history=hist, problem=problem, verification=checked.verification)
     if cross_check:
         from ._crosscheck import cross_check as _cc
 
