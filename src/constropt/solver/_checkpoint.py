@@ -35,6 +35,21 @@ def fingerprint(problem) -> str:
     return h.hexdigest()
 
 
+def check_writable(path) -> None:
+    """:class:`CheckpointError` now if a checkpoint could not be written to ``path`` later
+    (its folder is missing or read-only, or ``path`` is a folder)."""
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise CheckpointError(f"checkpoint path {path!r} is a folder, not a file")
+    if not os.path.isdir(folder):
+        raise CheckpointError(f"cannot write checkpoint {path!r}: folder {folder!r} does "
+                              "not exist")
+    if not os.access(folder, os.W_OK):
+        raise CheckpointError(f"cannot write checkpoint {path!r}: folder {folder!r} is not "
+                              "writable")
+
+
 def write_checkpoint(path, payload: dict) -> None:
     """Write ``payload`` to ``path`` atomically (temporary file, then rename)."""
     import torch

@@ -31,8 +31,9 @@ UNBOUNDED_LEVEL = 1e30
 def _seed(seed) -> int:
     if seed is None:
         return secrets.randbits(63)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise OptionError(f"seed must be a non-negative integer or None, got {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or \
+            not 0 <= seed < 2**64:
+        raise OptionError(f"seed must be an integer from 0 to 2**64 - 1 or None, got {seed!r}")
     return int(seed)
 
 
@@ -238,6 +239,10 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
     from ..engine._backend import resolve_dtype
     from ._search import default_pop_size, run_search
 
+    if opts.checkpoint is not None:  # fail now, not after the whole search
+        from ._checkpoint import check_writable
+
+        check_writable(opts.checkpoint)
     n = problem.n
     S = opts.pop_size or default_pop_size(opts.algorithm, n)
     S += S % 2
