@@ -40,7 +40,9 @@ __all__ = ["Lowering"]
 _ARGS = "X, P, eq_tol"
 
 
-#: Derivative source (or the error building it) by the values' source, process-wide.
+#: Derivative source (or the error building it) by the values' source and the shape of
+#: the layout, process-wide.  The values' source alone is not enough: a variable that no
+#: expression uses adds a gradient row but no code.
 _DERIVATIVE_SOURCES: dict = {}
 
 
@@ -184,7 +186,8 @@ class Lowering:
             if self._deriv_source is None and self._deriv_error is None:
                 # the values' source determines the derivatives: share them between
                 # problems of the same structure (sympy's diff is the slow part)
-                cached = _DERIVATIVE_SOURCES.get(self.source)
+                key = (self.source, self._shape_key())
+                cached = _DERIVATIVE_SOURCES.get(key)
                 if cached is not None:
                     self._deriv_source, self._deriv_error = cached
                 else:
@@ -192,11 +195,15 @@ class Lowering:
                         self._deriv_source = self._build_derivatives()
                     except UnsupportedExpressionError as err:
                         self._deriv_error = err
-                    _DERIVATIVE_SOURCES[self.source] = (self._deriv_source,
-                                                        self._deriv_error)
+                    _DERIVATIVE_SOURCES[key] = (self._deriv_source, self._deriv_error)
             if self._deriv_error is not None:
                 raise self._deriv_error
             return self._deriv_source
+
+    def _shape_key(self) -> tuple:
+        """Rows and shapes of the variables and the number of parameters (no names)."""
+        return (tuple((b.offset, b.shape) for b in self.layout.blocks),
+                len(self.layout.parameters))
 
     def _build_derivatives(self) -> str:
         blocks = self.layout.blocks
