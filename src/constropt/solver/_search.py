@@ -72,6 +72,37 @@ def _to_device(obj, dev):
     return obj
 
 
+def _history_used(st):
+    """The loop state with its history cut to the generations run (a checkpoint stores
+    only those, not ``max_generations`` rows of which most are empty)."""
+    import dataclasses
+
+    if not (hasattr(st, "hist") and hasattr(st, "hist_nfev") and hasattr(st, "g")):
+        return st
+    return dataclasses.replace(st, hist=st.hist[: st.g + 1], hist_nfev=st.hist_nfev[: st.g + 1])
+
+
+def _history_room(st, max_generations: int):
+    """Inverse of :func:`_history_used`: history rows for every generation again."""
+    import dataclasses
+    import math
+
+    import numpy as np
+    import torch
+
+    if not (hasattr(st, "hist") and hasattr(st, "hist_nfev")):
+        return st
+    rows = max_generations + 1
+    if st.hist.shape[0] >= rows:
+        return st
+    hist = torch.full((rows, st.hist.shape[1]), math.nan, dtype=st.hist.dtype,
+                      device=st.hist.device)
+    hist[: st.hist.shape[0]] = st.hist
+    hist_nfev = np.zeros(rows, dtype=np.int64)
+    hist_nfev[: st.hist_nfev.shape[0]] = st.hist_nfev
+    return dataclasses.replace(st, hist=hist, hist_nfev=hist_nfev)
+
+
 def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S: int,
                resume=None, settings=None):
     """Run the evolutionary search; returns ``(Outcome, compile_seconds)``.
@@ -172,18 +203,18 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
         X0 = new_population()
     state = None
     if resume is not None:
-        state = _to_device(resume["loop"], dev)
+        state = _history_room(_to_device(resume["loop"], dev), term.max_generations)
         gen.set_state(resume["generator"])
     save = None
     if opts.checkpoint is not None:
-        from ._checkpoint import fingerprint, write_checkpoint
+        from ._checkpoint import fingerprint, problem_data, write_checkpoint
 
-        fp = fingerprint(problem)
+        fp, pdata = fingerprint(problem), problem_data(problem)
 
         def save(st):
             write_checkpoint(opts.checkpoint, {
-                "fingerprint": fp, "problem": problem, "settings": settings,
-                "loop": _to_device(st, "cpu"), "generator": gen.get_state()})
+                "fingerprint": fp, "problem": pdata, "settings": settings,
+                "loop": _to_device(_history_used(st), "cpu"), "generator": gen.get_state()})
     try:
         # no autograd bookkeeping in the search (a few microseconds an op, which is most
         # of a small problem's generation)

@@ -325,13 +325,17 @@ def resume(path, *, problem=None, progress=None, callback=None, checkpoint=None)
     CheckpointError
         The file is missing, corrupt, of another version, or of another problem.
     """
-    from .._errors import CheckpointError
+    from .._errors import CheckpointError, ProblemError
     from ..engine._backend import resolve_device
-    from ._checkpoint import fingerprint, read_checkpoint
+    from ._checkpoint import fingerprint, problem_from_data, read_checkpoint
 
     t_start = time.perf_counter()
     data = read_checkpoint(path)
-    stored = data["problem"]
+    try:
+        stored = problem_from_data(data["problem"])
+    except (ProblemError, TypeError, ValueError) as exc:
+        raise CheckpointError(f"checkpoint {path!r} holds a problem that cannot be rebuilt "
+                              f"({type(exc).__name__}: {str(exc)[:200]})") from None
     if fingerprint(stored) != data["fingerprint"]:
         raise CheckpointError(f"checkpoint {path!r} is inconsistent: its problem does not "
                               "match its fingerprint")
