@@ -104,11 +104,13 @@ def _history_room(st, max_generations: int):
 
 
 def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S: int,
-               resume=None, settings=None):
+               resume=None, settings=None, deadline=None):
     """Run the evolutionary search; returns ``(Outcome, compile_seconds)``.
 
     ``resume`` is a checkpoint's dict (loop and generator state) to continue from;
-    ``settings`` what a checkpoint written by this run records about the solve.
+    ``settings`` what a checkpoint written by this run records about the solve;
+    ``deadline`` a ``time.perf_counter()`` value the search stops at (it replaces
+    ``opts.time_limit``, which the caller turned into this deadline).
     """
     import torch
 
@@ -181,7 +183,8 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
     target = None
     if opts.target is not None:
         target = -opts.target if problem.maximize else opts.target
-    reserve = min(opts.max_evals // 10, 300) if opts.polish and opts.max_evals else 0
+    # kept for the polish, and 1 for the float64 check of the final point
+    reserve = (min(opts.max_evals // 10, 300) if opts.polish and opts.max_evals else 0) + 1
     term = Termination(
         max_generations=opts.max_generations or (1000 if algorithm == "ga" else 3000),
         max_evals=None if opts.max_evals is None else opts.max_evals - reserve,
@@ -215,6 +218,12 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
             write_checkpoint(opts.checkpoint, {
                 "fingerprint": fp, "problem": pdata, "settings": settings,
                 "loop": _to_device(_history_used(st), "cpu"), "generator": gen.get_state()})
+    if deadline is not None:  # the search's clock starts now: what is left of the deadline
+        import dataclasses
+
+        before = getattr(state, "elapsed", 0.0) if state is not None else 0.0
+        term = dataclasses.replace(term, time_limit=max(deadline - time.perf_counter(), 0.0)
+                                   + before)
     try:
         # no autograd bookkeeping in the search (a few microseconds an op, which is most
         # of a small problem's generation)
