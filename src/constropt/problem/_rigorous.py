@@ -144,8 +144,9 @@ def _piecewise(*vc):
 # -- arithmetic with sympy's domains ---------------------------------------------------------
 def _strict(fn):
     def wrapped(*args):
-        if any(a is UNDEF for a in args):
-            return UNDEF
+        for a in args:
+            if a is UNDEF:
+                return UNDEF
         try:
             return fn(*args)
         except (ArithmeticError, ValueError, TypeError, OverflowError):
@@ -361,7 +362,8 @@ class Program:
 
     def __init__(self, roots, layout, indices: tuple = ()):
         self.layout = layout
-        self.indices = frozenset(indices)
+        self.indices = tuple(indices)
+        self._pos = {s: k for k, s in enumerate(self.indices)}  # inner ones shadow
         self.code: list = []  # (fn, operand slots, kind)
         self._memo: dict = {}
         self._scalar = {b.symbol: b.offset for b in layout.blocks if b.shape == ()}
@@ -435,8 +437,8 @@ class Program:
         return self._push(_nan, kind="const")  # nothing we can bound: never decided
 
     def _leaf(self, s) -> int:
-        if s in self.indices:
-            return self._push(s, kind="index")
+        if s in self._pos:
+            return self._push(self._pos[s], kind="index")
         if s in self._scalar:
             return self._push(self._scalar[s], kind="var")
         if s in self._params:
@@ -462,8 +464,8 @@ class Program:
         for term, coeff in ix.as_coefficients_dict().items():
             if term == 1:
                 const += int(coeff)
-            elif term in self.indices and coeff.is_Integer:
-                terms.append((term, int(coeff)))
+            elif term in self._pos and coeff.is_Integer:
+                terms.append((self._pos[term], int(coeff)))
             else:
                 return None
         return const, tuple(terms)
@@ -484,19 +486,24 @@ class Program:
         sym, lo, hi = _label(limits[-1][0]), limits[-1][1], limits[-1][2]
         if not (sp.sympify(lo).is_Integer and sp.sympify(hi).is_Integer):
             return self._push(_nan, kind="const")
-        inner = Program([body], self.layout, tuple(self.indices | {sym}))
-        return self._push((inner, sym, int(lo), int(hi), isinstance(e, sp.Product)),
+        inner = Program([body], self.layout, self.indices + (sym,))
+        return self._push((inner, int(lo), int(hi), isinstance(e, sp.Product)),
                           kind="reduce")
 
     # -- evaluation -----------------------------------------------------------------------
     def run(self, genes, params, env=None) -> list:
         """Evaluate every root; ``genes``/``params`` are lists of exact arb balls."""
         slots: list = []
-        env = env or {}
+        env = env or []
         arb = _flint().arb
         for fn, args, kind in self.code:
             if kind == "op":
-                v = fn(*[slots[a] for a in args])
+                if len(args) == 1:
+                    v = fn(slots[args[0]])
+                elif len(args) == 2:
+                    v = fn(slots[args[0]], slots[args[1]])
+                else:
+                    v = fn(*[slots[a] for a in args])
             elif kind == "var":
                 v = genes[fn]
             elif kind == "param":
@@ -519,7 +526,9 @@ def _fetch(spec, genes, env):
     stride = 1
     pos = []
     for const, terms in forms:
-        pos.append(const + sum(c * env[s] for s, c in terms))
+        for d, c in terms:
+            const += c * env[d]
+        pos.append(const)
     for d in range(len(block.shape) - 1, -1, -1):
         if not 0 <= pos[d] < block.shape[d]:
             return _nan()
@@ -530,14 +539,14 @@ def _fetch(spec, genes, env):
 
 def _reduce(spec, genes, params, env):
     arb = _flint().arb
-    inner, sym, lo, hi, prod = spec
+    inner, lo, hi, prod = spec
     flip = hi < lo - 1  # sympy/Karr: Sum(f, (i, a, b)) = -Sum(f, (i, b+1, a-1))
     if flip:
         lo, hi = hi + 1, lo - 1
     acc = arb(1) if prod else arb(0)
+    env2 = list(env) + [0]
     for i in range(lo, hi + 1):
-        env2 = dict(env)
-        env2[sym] = i
+        env2[-1] = i
         v = inner.run(genes, params, env2)[0]
         if v is UNDEF:
             return UNDEF

@@ -41,6 +41,8 @@ PRECISIONS = (128, 512, 2048)
 #: Relative sizes of the repair moves (in units of float64 epsilon times the point's scale).
 _STEPS = (2.0, 16.0, 128.0, 2.0**10, 2.0**14, 2.0**20, 2.0**26)
 _INT_STEPS = (1, 2, 4)
+#: Leaves up to this many operations get a symbolic exact-zero test when undecided.
+_SIMPLIFY_OPS = 60
 
 
 @dataclass(frozen=True)
@@ -133,7 +135,37 @@ def _evaluate(problem, genes, pvec):
         cons = [_combine(t, it) for t in trees]
         if UNDECIDED not in cons:
             break
+    else:
+        leaf = _settle_exact_zeros(problem, genes, pvec, leaf)
+        it = iter(leaf)
+        cons = [_combine(t, it) for t in trees]
     return leaf, cons, vals[0], vals[1:], bits
+
+
+def _settle_exact_zeros(problem, genes, pvec, leaf):
+    """Undecided leaves whose value sympy proves to be exactly 0 at the exact point
+    (an identity such as ``sin(x)**2 + cos(x)**2 - 1``): ``<=`` and ``==`` hold, ``<``
+    is violated.  Only scalar problems, small expressions, and ``simplify`` returning
+    the literal 0: a symbolic proof, never a numerical guess."""
+    import sympy as sp
+
+    if problem.has_vector_variables:
+        return leaf
+    point = {b.symbol: sp.Rational(g) if isinstance(g, float) else sp.Integer(g)
+             for b, g in zip(problem.layout.blocks, genes, strict=True)}
+    point.update({p: sp.Rational(float(v)) for p, v in
+                  zip(problem.layout.parameters, np.asarray(pvec).reshape(-1), strict=True)})
+    out = list(leaf)
+    for k, lf in enumerate(problem.leaves):
+        if leaf[k] != UNDECIDED or sp.count_ops(lf.expr) > _SIMPLIFY_OPS:
+            continue
+        try:
+            zero = sp.simplify(lf.expr.xreplace(point)) == 0
+        except Exception:  # sympy could not decide: stay undecided
+            zero = False
+        if zero:
+            out[k] = VIOLATED if lf.kind == "lt" else SATISFIED
+    return out
 
 
 def _fmpz(v: int):
