@@ -25,7 +25,10 @@ class SolveOptions:
     max_evals : int or None
         Evaluation budget, polish included; never exceeded.
     time_limit : float or None
-        Seconds of search; checked every generation.
+        Seconds for the whole solve call, polish included: the search stops at the
+        deadline less a tenth of it (kept for the polish, when on), the polish at the
+        deadline (status ``TIME_LIMIT``).  The float64 check of the final point and the
+        optional cross-check come after it.
     target : float or None
         Stop once a feasible point reaches this objective (user's sense).
     stagnation : int
@@ -75,7 +78,9 @@ class SolveOptions:
         more runs (G17, G21, G22) than with repair.
     checkpoint : str or path or None
         Write the engine state to this file every ``checkpoint_every`` generations
-        (atomically); continue with :func:`constropt.resume`.
+        (atomically, as data with a sha256 checksum: never a pickle); continue with
+        :func:`constropt.resume`.  Its folder must exist: checked before the search
+        (:class:`CheckpointError`).
     checkpoint_every : int
         Generations between checkpoints.
     memory_budget : int or None

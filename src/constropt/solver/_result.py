@@ -71,12 +71,19 @@ class Result:
     nit : int
         Generations run.
     nfev : int
-        Points evaluated, polish and restarts included.
+        Every point evaluated: search, restarts, polish, the float64 checks of candidate
+        points and the unboundedness probe (not the compile warm-up on a throwaway
+        population).
     seed : int
         The seed used (drawn at random when ``seed=None``), to reproduce the run.
     device : str
     timings : mapping
-        Seconds spent: ``lowering``, ``compile``, ``search``, ``polish``, ``total``.
+        Seconds by part: ``import`` (torch, on a process's first solve), ``lowering``
+        (building the Problem), ``setup`` (options, device, code generation, building the
+        search), ``compile``, ``search`` (this call's: a resumed run counts from the
+        resume), ``polish``, ``check`` (float64 check, unboundedness probe),
+        ``cross_check`` (when asked); the parts add up to ``total``, the wall time of the
+        call.
     history : History
     cross_check : CrossCheck or None
     problem : Problem
