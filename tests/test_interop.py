@@ -66,7 +66,10 @@ def test_minimize_reaches_blog3_optimum(blog3, method):
                    method=method)
     assert res.fun == pytest.approx(F3_STAR, abs=1e-6)
     np.testing.assert_allclose(res.x, X3_STAR, atol=1e-3)
-    assert bool(blog3.evaluate(res.x).feasible[0])
+    # scipy's solvers stop at their own tolerance: SLSQP's point may miss `x + z >= 1` at
+    # rounding level (2.3e-15 seen), so feasibility of a third-party point is asserted within
+    # a few ulps of the constraint values (about 1), not exactly.
+    assert float(np.max(blog3.evaluate(res.x).violation)) <= 1e-12
 
 
 @quiet_bfgs
@@ -74,7 +77,8 @@ def test_differential_evolution_takes_the_fields_directly(blog3):
     s = blog3.to_scipy()
     res = differential_evolution(s.fun, s.bounds, constraints=s.constraints, seed=0)
     assert res.fun == pytest.approx(F3_STAR, abs=1e-4)
-    assert bool(blog3.evaluate(res.x).feasible[0])
+    # a third-party point: feasible within rounding of the constraint values (see above)
+    assert float(np.max(blog3.evaluate(res.x).violation)) <= 1e-12
 
 
 def test_fun_and_user_fun_in_each_sense(blog2, blog3):
@@ -162,7 +166,8 @@ def test_disjunction_integers_and_parameters():
     np.testing.assert_allclose(res.x, [2.0, 0.0, 1.0], atol=0.05)
     assert res.x[2] == 1.0
     assert res.fun == pytest.approx(1.0 + 2.0, abs=5e-3)  # r = 2 from parameters=
-    assert bool(p.evaluate(res.x, parameters={r: 2.0}).feasible[0])
+    # scipy's point sits on a = 2 (a side of the Or) and on a + b = r: feasible within rounding
+    assert float(np.max(p.evaluate(res.x, parameters={r: 2.0}).violation)) <= 1e-12
 
 
 def test_undefined_values_read_as_violated():

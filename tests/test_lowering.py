@@ -316,9 +316,9 @@ def test_blog_example_2_computes_shared_subexpressions_once():
     funcs = _functions(p.source)
     assert set(funcs) == {"fitness", "death", "report", "leaves"}
     for name, body in funcs.items():
-        for sub in ("x * x", "z * z"):
+        for sub in ("x0 * x0", "x2 * x2"):  # x**2 and z**2 (variables are named by row)
             assert body.count(sub) == 1, f"{sub} computed {body.count(sub)} times in {name}"
-        assert "y * y" in body
+        assert "x1 * x1" in body
     pts = np.array([[1.5, 3.5, -0.5], [1.0, 3.0, 0.0]])
     want = [float(f.subs(dict(zip(XYZ, pt, strict=True)))) for pt in pts]
     for ev in both_backends(p, pts):
@@ -342,7 +342,7 @@ def test_generated_code_shows_in_tracebacks():
         fitness(np.zeros((2, 4)), np.zeros((0, 1)), 1e-4)  # no row for z
     frames = traceback.extract_tb(info.value.__traceback__)
     gen = [fr for fr in frames if fr.filename.startswith("<constropt-generated")]
-    assert gen and gen[-1].line == "z = cast(X[2], dtype)"
+    assert gen and gen[-1].line == "x2 = cast(X[2], dtype)  # z"
 
 
 def test_symbol_names_never_clash_with_generated_names():
@@ -366,11 +366,14 @@ def test_float32_int8_storage_and_backends_agree():
     P0, tol = np.zeros((0, 1)), 1e-4
     ref = p.lowering.functions("numpy")["report"](X.astype(np.float64), P0, tol)[0]
     fns = p.lowering.functions("torch")
-    for dtype, rtol in ((torch.float64, 1e-12), (torch.float32, 1e-5)):
+    # f is at most ~20 in magnitude here and crosses zero (values near -0.02 occur), so float32
+    # gets an atol of ~20 float32 ulps of the largest value beside its rtol; float64 agrees
+    # to rounding (a different evaluation order may differ by a few ulps near zero).
+    for dtype, rtol, atol in ((torch.float64, 1e-12, 1e-13), (torch.float32, 1e-5, 2e-5)):
         P = torch.zeros((0, 1), dtype=dtype)
         f, V = fns["report"](torch.from_numpy(X), P, torch.tensor(tol, dtype=dtype))
         assert f.dtype == dtype and V.dtype == dtype
-        np.testing.assert_allclose(f.numpy(), ref, rtol=rtol)
+        np.testing.assert_allclose(f.numpy(), ref, rtol=rtol, atol=atol)
     f_np = p.lowering.functions("numpy")["report"](X, P0, tol)[0]
     np.testing.assert_allclose(f_np, ref, rtol=1e-12)
 

@@ -98,7 +98,7 @@ def test_source_is_readable_and_parameters_are_inputs():
     p1 = constropt.Problem(a * x**2, [x >= a], bounds={x: (-2, 2)}, parameters={a: 1.0})
     p2 = constropt.Problem(a * x**2, [x >= a], bounds={x: (-2, 2)}, parameters={a: 5.0})
     assert p1.source == p2.source
-    assert "def fitness(X, P, eq_tol):" in p1.source and "a = P[0]" in p1.source
+    assert "def fitness(X, P, eq_tol):" in p1.source and "p0 = P[0]  # a" in p1.source
     ev = p1.evaluate(np.array([[1.5]]), parameters={a: 2.0})
     assert ev.fun[0] == pytest.approx(4.5) and ev.feasible[0] == False  # noqa: E712
 

@@ -5,12 +5,17 @@ One source text serves both backends: it only calls the helpers of
 and ``P``; the backend is chosen by the namespace the text is executed in.  The text is
 registered in :mod:`linecache` under a stable file name, so tracebacks through generated
 code show its lines.
+
+Generated names never come from the user: variable ``k`` (row ``k`` of ``X``) is ``x<k>``
+and parameter ``k`` is ``p<k>``, whatever the sympy symbols are called.  User names only
+appear in comments (escaped, shortened), so two symbols whose names Python would fold to
+one identifier (``x`` and fullwidth ``ｘ``, NFKC) stay two variables, and a name that is
+not an identifier (``x²``, ``a b``) cannot break the source.
 """
 
 from __future__ import annotations
 
 import hashlib
-import keyword
 import linecache
 import re
 
@@ -20,6 +25,7 @@ from ._graph import Graph
 __all__ = ["emit_function", "compile_source"]
 
 _ATOM, _UNARY, _MUL, _ADD = 100, 80, 60, 50
+_LABEL_CHARS = 40  # the longest user name echoed in a comment
 _CALLS = {"atan2": "atan2", "mod": "mod", "min": "minimum", "max": "maximum",
           "heaviside": "heaviside", "div": "div", "pow": "pow", "viol_le": "viol_le",
           "viol_lt": "viol_lt", "recip": "recip", "minkey": "minimize_key"}
@@ -36,21 +42,22 @@ def _fmt_const(v: float) -> tuple[str, int]:
     return text, (_UNARY if text.startswith("-") else _ATOM)
 
 
-#: Names the emitter itself uses: output targets and temporaries.
-_GENERATED = re.compile(r"[tvcgj]\d+(_\d+)?|f|cv|fitness")
+def var_name(offset: int) -> str:
+    """Python name of variable row ``offset`` of ``X`` in generated code."""
+    return f"x{offset}"
 
 
-def _ident(name: str, taken: set) -> str:
-    """A fresh Python identifier for a user symbol, never a helper or generated name."""
-    base = re.sub(r"\W", "_", name)
-    if (not base or base[0].isdigit() or keyword.iskeyword(base) or base in _RESERVED
-            or _GENERATED.fullmatch(base)):
-        base = "v_" + base
-    out, k = base, 1
-    while out in taken:
-        out, k = f"{base}_{k}", k + 1
-    taken.add(out)
-    return out
+def param_name(k: int) -> str:
+    """Python name of parameter ``k`` (row ``k`` of ``P``) in generated code."""
+    return f"p{k}"
+
+
+def comment_label(text: str) -> str:
+    """A user's name made safe for a ``#`` comment: ASCII only (non-ASCII and control
+    characters escaped, so no line break or look-alike character gets through), at most
+    :data:`_LABEL_CHARS` characters."""
+    safe = text.encode("unicode_escape").decode("ascii")
+    return safe if len(safe) <= _LABEL_CHARS else safe[:_LABEL_CHARS - 3] + "..."
 
 
 _RESERVED = ({"X", "P", "eq_tol", "dtype", "True", "False", "None"}
@@ -58,15 +65,13 @@ _RESERVED = ({"X", "P", "eq_tol", "dtype", "True", "False", "None"}
 
 
 class _Emitter:
-    def __init__(self, graph: Graph, var_names: dict, param_names: dict):
+    def __init__(self, graph: Graph, labels):
         self.g = graph
-        self.var_names = var_names
-        self.param_names = param_names
+        self.labels = labels
         self.lines: list[str] = []
         self.text: dict[int, tuple[str, int]] = {}
         self.uses: dict[int, int] = {}
         self.prelude: dict[str, str] = {}
-        self.taken = set(_RESERVED) | set(var_names.values()) | set(param_names.values())
         self.ntemp = 0
 
     def count(self, roots):
@@ -90,12 +95,15 @@ class _Emitter:
             if not self.simple(n, txt, prec) and (self.uses.get(n, 0) > 1 or len(txt) > _LONG):
                 name = f"t{self.ntemp}"
                 self.ntemp += 1
-                self.taken.add(name)
                 self.lines.append(f"{name} = {txt}")
                 txt, prec = name, _ATOM
             self.text[n] = (txt, prec)
         txt, prec = self.text[n]
         return f"({txt})" if prec < min_prec else txt
+
+    def _label(self, kind: str, k: int) -> str:
+        text = self.labels(kind, k) if self.labels is not None else None
+        return f"  # {comment_label(text)}" if text else ""
 
     def render(self, n: int) -> tuple[str, int]:
         key = self.g.nodes[n]
@@ -107,12 +115,12 @@ class _Emitter:
         if op in ("true", "false"):
             return ("True" if op == "true" else "False"), _ATOM
         if op == "var":
-            name = self.var_names[key[1]]
-            self.prelude[name] = f"cast(X[{key[1]}], dtype)"
+            name = var_name(key[1])
+            self.prelude[name] = f"cast(X[{key[1]}], dtype)" + self._label("var", key[1])
             return name, _ATOM
         if op == "param":
-            name = self.param_names[key[1]]
-            self.prelude[name] = f"P[{key[1]}]"
+            name = param_name(key[1])
+            self.prelude[name] = f"P[{key[1]}]" + self._label("param", key[1])
             return name, _ATOM
         if op in ("slice", "bsum"):
             lo, hi, step = key[1:4]
@@ -169,13 +177,15 @@ class _Emitter:
 
 
 def emit_function(graph: Graph, name: str, args: str, outputs: list, returns: str,
-                  var_names: dict, param_names: dict, doc: str = "") -> str:
+                  labels=None, doc: str = "") -> str:
     """Emit ``def name(args):`` computing ``outputs`` (``[(target, node_id)]``).
 
     ``returns`` is the return expression over the targets (e.g. ``"f, out(cv, X, dtype)"``).
-    Output nodes are always given their target names.
+    Output nodes are always given their target names.  ``labels(kind, k)`` (``kind`` is
+    ``"var"`` or ``"param"``) gives the user's name of variable row / parameter ``k`` for
+    a comment beside its definition; it never becomes code.
     """
-    em = _Emitter(graph, var_names, param_names)
+    em = _Emitter(graph, labels)
     em.count([nid for _, nid in outputs])
     body: list[str] = []
     for target, nid in outputs:

@@ -31,7 +31,7 @@ import threading
 from .._errors import UnsupportedExpressionError
 from ..problem._constraints import AllOf, Leaf, leaves
 from . import _rt_numpy, _sums  # noqa: F401 - _sums registers the Sum/Indexed rules
-from ._codegen import _ident, compile_source, emit_function
+from ._codegen import compile_source, emit_function
 from ._derivatives import SymbolicDerivative, autograd_derivatives, gradient_runtime
 from ._graph import Graph, Layout
 
@@ -40,7 +40,9 @@ __all__ = ["Lowering"]
 _ARGS = "X, P, eq_tol"
 
 
-#: Derivative source (or the error building it) by the values' source, process-wide.
+#: Derivative source (or the error building it) by the values' source and the shape of
+#: the layout, process-wide.  The values' source alone is not enough: a variable that no
+#: expression uses adds a gradient row but no code.
 _DERIVATIVE_SOURCES: dict = {}
 
 
@@ -71,12 +73,6 @@ class Lowering:
         self.layout = layout
         self.maximize = maximize
         self.leaves: tuple[Leaf, ...] = tuple(lf for c in self.constraints for lf in leaves(c.tree))
-        taken: set = set()
-        self.var_names = _VarNames(layout, taken)
-        for b in layout.blocks:
-            if b.shape == ():
-                self.var_names[b.offset] = _ident(str(b.symbol), taken)
-        self.param_names = {k: _ident(str(p), taken) for k, p in enumerate(layout.parameters)}
         self.source = self._values_source()
         self._namespaces: dict = {}
         self._deriv_source: str | None = None
@@ -85,8 +81,23 @@ class Lowering:
 
     # -- source -------------------------------------------------------------------
     def _emit(self, g: Graph, name, args, outputs, returns, doc):
-        return emit_function(g, name, args, outputs, returns, self.var_names, self.param_names,
-                             doc)
+        return emit_function(g, name, args, outputs, returns, self._label, doc)
+
+    def _label(self, kind: str, k: int) -> str | None:
+        """The user's name of variable row ``k`` (``x`` or ``x[1, 2]``) or parameter ``k``:
+        shown in a comment of the generated code, never used as a name there."""
+        if kind == "param":
+            return str(self.layout.parameters[k])
+        for b in self.layout.blocks:
+            if b.offset <= k < b.offset + b.size:
+                if not b.shape:
+                    return str(b.symbol)
+                flat, idx = k - b.offset, []
+                for dim in reversed(b.shape):
+                    idx.append(flat % dim)
+                    flat //= dim
+                return f"{b.symbol}[{', '.join(str(i) for i in reversed(idx))}]"
+        return None
 
     def _values_source(self) -> str:
         g = Graph(self.layout)
@@ -175,7 +186,8 @@ class Lowering:
             if self._deriv_source is None and self._deriv_error is None:
                 # the values' source determines the derivatives: share them between
                 # problems of the same structure (sympy's diff is the slow part)
-                cached = _DERIVATIVE_SOURCES.get(self.source)
+                key = (self.source, self._shape_key())
+                cached = _DERIVATIVE_SOURCES.get(key)
                 if cached is not None:
                     self._deriv_source, self._deriv_error = cached
                 else:
@@ -183,11 +195,15 @@ class Lowering:
                         self._deriv_source = self._build_derivatives()
                     except UnsupportedExpressionError as err:
                         self._deriv_error = err
-                    _DERIVATIVE_SOURCES[self.source] = (self._deriv_source,
-                                                        self._deriv_error)
+                    _DERIVATIVE_SOURCES[key] = (self._deriv_source, self._deriv_error)
             if self._deriv_error is not None:
                 raise self._deriv_error
             return self._deriv_source
+
+    def _shape_key(self) -> tuple:
+        """Rows and shapes of the variables and the number of parameters (no names)."""
+        return (tuple((b.offset, b.shape) for b in self.layout.blocks),
+                len(self.layout.parameters))
 
     def _build_derivatives(self) -> str:
         blocks = self.layout.blocks
@@ -253,24 +269,3 @@ class Lowering:
                 fn = compile_source(src, base, backend + "-d")["derivatives"]
             self._namespaces[key] = fn
         return fn
-
-
-class _VarNames(dict):
-    """Offset -> Python name; elements of vector variables are named on first use."""
-
-    def __init__(self, layout: Layout, taken: set):
-        super().__init__()
-        self._layout = layout
-        self._taken = taken
-
-    def __missing__(self, offset: int) -> str:
-        for b in self._layout.blocks:
-            if b.shape and b.offset <= offset < b.offset + b.size:
-                flat, idx = offset - b.offset, []
-                for dim in reversed(b.shape):
-                    idx.append(flat % dim)
-                    flat //= dim
-                name = "_".join([str(b.symbol)] + [str(i) for i in reversed(idx)])
-                self[offset] = _ident(name, self._taken)
-                return self[offset]
-        raise KeyError(offset)

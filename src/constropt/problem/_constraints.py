@@ -74,7 +74,35 @@ class Constraint:
         return str(self.relation)
 
 
+def _constant_leaf(leaf: Leaf, rel: sp.Basic, where: str) -> None:
+    """A leaf whose ``c`` has no symbol is decided here, never lowered: a constraint that
+    does not depend on the variables is refused whether it always or never holds, the
+    same rule as for one sympy already evaluated to True/False (see _tree)."""
+    value = leaf.expr
+    if not (isinstance(value, sp.Expr) and value.is_number):
+        return
+    c = complex(value.evalf())
+    if c.imag != 0 or c.real != c.real:
+        holds = None
+    elif leaf.kind == EQ:
+        holds = c.real == 0
+    else:
+        holds = c.real <= 0 if leaf.kind == LE else c.real < 0
+    verdict = {True: "always holds (remove it)",
+               False: "never holds (the problem is infeasible)",
+               None: "is undefined"}[holds]
+    diff = sp.simplify(rel.lhs - rel.rhs)
+    raise ProblemError(f"{where}: {rel} does not depend on the variables (lhs - rhs is the "
+                       f"constant {diff}): it {verdict}; pass constraints on variables only")
+
+
 def _leaf(rel: sp.Basic, negate: bool, where: str) -> Node:
+    leaf = _leaf_of(rel, negate, where)
+    _constant_leaf(leaf, rel, where)
+    return leaf
+
+
+def _leaf_of(rel: sp.Basic, negate: bool, where: str) -> Leaf:
     lhs, rhs = rel.lhs, rel.rhs
     op = type(rel)
     if negate:

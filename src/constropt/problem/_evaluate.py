@@ -19,6 +19,11 @@ def _as_points(points, n: int, xp):
     return points
 
 
+def _short(obj, limit: int = 60) -> str:
+    text = repr(obj)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def report_numpy(problem, X: np.ndarray, pvec: np.ndarray):
     """Generated ``report`` on a variable-major float64 array ``X`` (N, S).
 
@@ -47,7 +52,13 @@ def evaluate_points(problem, points, parameters=None) -> Evaluation:
         f, V = ns["report"](pts.T.contiguous(), P, tol)
         V = V.T
         return Evaluation(f, V, (V == 0).all(dim=1))
-    pts = _as_points(np.asarray(points, dtype=np.float64), problem.n, np)
+    try:
+        arr = np.asarray(points, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ProblemError(f"points must be numbers, an array of shape (S, {problem.n}) or "
+                           f"({problem.n},), got {_short(points)} of type "
+                           f"{type(points).__name__}") from None
+    pts = _as_points(arr, problem.n, np)
     f, V = report_numpy(problem, np.ascontiguousarray(pts.T), pvec)
     V = np.ascontiguousarray(V.T)
     return Evaluation(f, V, (V == 0).all(axis=1))

@@ -159,6 +159,10 @@ class Problem:
                 raise ProblemError(f"{what} is complex-valued ({e}): constropt works over the "
                                    "reals; sympy.I may not appear")
         self._variables = _order_variables(exprs, variables, self._parameters)
+        if not self._variables:
+            raise ProblemError("the problem has no decision variables: neither the objective "
+                               "nor the constraints contain a symbol that is not a parameter; "
+                               "pass variables=[...] or use a symbol in the objective")
         self._layout = _make_layout(self._variables, tuple(self._parameters))
         self._lower, self._upper, self._integer, self._box = make_bounds(
             self._variables, self._layout, self._constraints, bounds, float(default_bound),
@@ -418,7 +422,12 @@ def _order_variables(exprs, variables, parameters) -> tuple:
         return tuple(sorted(found, key=_natural_key))
     if isinstance(variables, (sp.Basic, str)):
         variables = [variables]
-    variables = tuple(variables)
+    try:
+        variables = tuple(variables)
+    except TypeError:
+        raise ProblemError(f"variables must be a sequence of sympy Symbols (or IndexedBase/"
+                           f"MatrixSymbol), got {variables!r} of type "
+                           f"{type(variables).__name__}") from None
     for v in variables:
         if not isinstance(v, (sp.Symbol,) + _VECTOR_TYPES):
             raise ProblemError(f"variable {v!r} is not a sympy Symbol, IndexedBase or "

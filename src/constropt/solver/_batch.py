@@ -76,7 +76,17 @@ def _param_matrix(problem: Problem, parameters) -> tuple[np.ndarray, dict]:
         if s not in params:
             raise ProblemError(f"{s} is not a parameter of this problem (parameters: "
                                f"{list(params)})")
-        a = np.asarray(v, dtype=np.float64).reshape(-1)
+        try:
+            a = np.asarray(v, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ProblemError(f"parameter {s}: values must be numbers (a 1-D array of B "
+                               f"values), got {str(v)[:60]}") from None
+        if a.ndim > 1:
+            raise ProblemError(f"parameter {s}: values must be a 1-D array of B values, got "
+                               f"shape {a.shape} (flatten it yourself if that is meant)")
+        a = a.reshape(-1)
+        if a.size == 0:
+            raise ProblemError(f"parameter {s}: the array of values is empty (B = 0)")
         if not np.all(np.isfinite(a)):
             raise ProblemError(f"parameter {s} has non-finite values")
         arrays[s] = a

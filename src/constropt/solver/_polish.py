@@ -12,13 +12,14 @@ point only if the full float64 check finds it feasible and better.
 
 from __future__ import annotations
 
+import time
 import warnings
 
 import numpy as np
 
 from ..problem._constraints import AllOf, Leaf
 
-__all__ = ["conjunctive_leaves", "polish", "Counter", "scipy_functions"]
+__all__ = ["conjunctive_leaves", "polish", "Counter", "scipy_functions", "PolishInterrupted"]
 
 STRICT_MARGIN = 1e-9
 
@@ -46,22 +47,41 @@ class Counter:
     """Counts point evaluations (objective/constraint values and derivatives).
 
     With a ``limit``, the evaluation that would exceed it raises :class:`BudgetSpent`
-    instead, so a local solver can never overrun the budget.
+    instead, so a local solver can never overrun the budget; with a ``deadline`` (a
+    ``time.perf_counter()`` value), so does the first evaluation after it.
     """
 
-    def __init__(self, limit: int | None = None):
+    def __init__(self, limit: int | None = None, deadline: float | None = None):
         self.n = 0
         self.limit = limit
+        self.deadline = deadline
+        self.timed_out = False
         self.last = None  # the last point whose values were evaluated
 
     def add(self) -> None:
         if self.limit is not None and self.n + 1 > self.limit:
             raise BudgetSpent
+        if self.deadline is not None and time.perf_counter() >= self.deadline:
+            self.timed_out = True
+            raise BudgetSpent
         self.n += 1
 
 
 class BudgetSpent(Exception):
-    """The evaluation budget of a polish ran out (caught inside :func:`polish`)."""
+    """The evaluation budget or time of a polish ran out (caught inside :func:`polish`)."""
+
+
+class PolishInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a polish; carries what the polish had when it came.
+
+    A subclass of ``KeyboardInterrupt``, so code that does not expect it stops as on
+    any Ctrl-C.  Attributes: ``x`` (the last point evaluated, or the start) and
+    ``nfev`` (evaluations spent).
+    """
+
+    def __init__(self, x, nfev: int):
+        super().__init__("polish interrupted")
+        self.x, self.nfev = x, nfev
 
 
 def scipy_functions(problem, pvec, free, x_fixed, counter: Counter, margin=STRICT_MARGIN):
@@ -140,8 +160,11 @@ def scipy_functions(problem, pvec, free, x_fixed, counter: Counter, margin=STRIC
 
 
 def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
-           max_evals: int | None = None, margin: float = STRICT_MARGIN):
+           max_evals: int | None = None, margin: float = STRICT_MARGIN,
+           deadline: float | None = None, info: dict | None = None):
     """Refine ``x0`` with SLSQP; returns ``(x, nfev)`` (``x`` may be worse: caller checks).
+
+    Ctrl-C raises :class:`PolishInterrupted` with the last point evaluated.
 
     Parameters
     ----------
@@ -152,6 +175,11 @@ def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
         SLSQP iterations.
     max_evals : int, optional
         Evaluation budget left; polish is skipped when it is too small.
+    deadline : float, optional
+        A ``time.perf_counter()`` value: the polish stops at its first evaluation after
+        it and keeps its last point.
+    info : dict, optional
+        Filled with ``timed_out`` (bool): whether the deadline stopped the polish.
     """
     from scipy.optimize import minimize
 
@@ -160,7 +188,7 @@ def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
         return x0.copy(), 0
     lo, hi = problem.lower[free], problem.upper[free]
     x_fixed = x0.astype(np.float64).copy()
-    counter = Counter(max_evals)
+    counter = Counter(max_evals, deadline)
     fun, jac, cons = scipy_functions(problem, pvec, free, x_fixed, counter, margin)
     if max_evals is not None:
         maxiter = max(1, min(maxiter, max_evals // (3 if jac is not None else free.size + 2)))
@@ -174,8 +202,15 @@ def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
                 z = np.clip(res.x, lo, hi)
             except BudgetSpent:  # the budget ends the polish: keep its last point
                 z = np.clip(counter.last, lo, hi) if counter.last is not None else z0
+            except KeyboardInterrupt:
+                z = np.clip(counter.last, lo, hi) if counter.last is not None else z0
+                x = x_fixed.copy()
+                x[free] = z
+                raise PolishInterrupted(x, counter.n) from None
             except (ValueError, ArithmeticError, np.linalg.LinAlgError):
                 z = z0
+    if info is not None:
+        info["timed_out"] = counter.timed_out
     x = x_fixed.copy()
     x[free] = z
     return x, counter.n

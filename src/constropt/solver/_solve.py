@@ -31,8 +31,9 @@ UNBOUNDED_LEVEL = 1e30
 def _seed(seed) -> int:
     if seed is None:
         return secrets.randbits(63)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise OptionError(f"seed must be a non-negative integer or None, got {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or \
+            not 0 <= seed < 2**63:
+        raise OptionError(f"seed must be an integer in [0, 2**63) or None, got {seed!r}")
     return int(seed)
 
 
@@ -106,6 +107,7 @@ def _diverges(problem, x: np.ndarray, pvec: np.ndarray) -> tuple[bool, int]:
         lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
     end = np.where(ok_hi, tmax, lo)
     f0 = sign * check_point(problem, x, pvec)[0]
+    used += 1
     rows, feas = [], []
     for frac in 1.0 - 10.0 ** -np.arange(1, 13, 1.0):
         ok, fm = feasible_at(end * frac)
@@ -126,32 +128,54 @@ def _key(problem, f: float, V: np.ndarray):
     return (cv, math.inf if math.isnan(fmin) else fmin)
 
 
-def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev):
+def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, deadline=None):
     """SLSQP from ``start`` (strict margin 0, then 1e-9, then 1e-6 if it ends a hair
-    outside); the result replaces ``best`` if feasible and better.
+    outside); the result replaces ``best`` if feasible and better.  Each float64 check of
+    a candidate counts one evaluation.
 
-    Returns ``(x, f, V, nfev, stop)``; ``stop`` when the budget is spent.
+    Returns ``(x, f, V, nfev, stop)``; ``stop`` when the budget or the time (``deadline``,
+    a ``time.perf_counter()`` value) is spent.  Ctrl-C raises :class:`PolishInterrupted`
+    whose ``state`` is ``(x, f, V, nfev)`` with the polish's last point taken if better.
     """
-    from ._polish import polish
+    from ._polish import PolishInterrupted, polish
 
     for margin in (0.0, 1e-9, 1e-6):
-        budget = None if max_evals is None else max_evals - nfev
+        budget = None if max_evals is None else max_evals - nfev - 1  # 1: the check
         if budget is not None and budget < 10:
             return best, f_best, V_best, nfev, True
-        cand, used = polish(problem, start, pvec, max_evals=budget, margin=margin)
-        nfev += used
+        if deadline is not None and time.perf_counter() >= deadline:
+            return best, f_best, V_best, nfev, True
+        info: dict = {}
+        try:
+            cand, used = polish(problem, start, pvec, max_evals=budget, margin=margin,
+                                deadline=deadline, info=info)
+        except PolishInterrupted as exc:
+            nfev += exc.nfev + 1
+            f_c, V_c = check_point(problem, exc.x, pvec)
+            if np.all(V_c == 0) and _key(problem, f_c, V_c) < _key(problem, f_best, V_best):
+                best, f_best, V_best = exc.x, f_c, V_c
+            exc.state = (best, f_best, V_best, nfev)
+            raise
+        nfev += used + 1
         f_c, V_c = check_point(problem, cand, pvec)
         if np.all(V_c == 0):
             if _key(problem, f_c, V_c) < _key(problem, f_best, V_best):
                 best, f_best, V_best = cand, f_c, V_c
             break
-    return best, f_best, V_best, nfev, False
+        if info.get("timed_out"):
+            return best, f_best, V_best, nfev, True
+    return best, f_best, V_best, nfev, bool(info.get("timed_out"))
 
 
 def _polish_stage(problem, out, best, f_best, V_best, pvec, max_evals, nfev,
-                  starts: int = 3):
+                  starts: int = 3, deadline=None):
     """SLSQP from the best point and from other distinct good points of the last
-    population; keep the best feasible result.  Returns ``(x, f, V, nfev)``."""
+    population; keep the best feasible result.
+
+    Returns ``(x, f, V, nfev, stopped)``: ``stopped`` is None, ``Status.TIME_LIMIT``
+    when the deadline cut the polish short, or ``Status.INTERRUPTED`` after Ctrl-C (the
+    best point so far is kept; a second Ctrl-C propagates).
+    """
     pop = out.population.X.double().cpu().numpy()
     cands = [best]
     for j in range(pop.shape[1]):
@@ -161,12 +185,19 @@ def _polish_stage(problem, out, best, f_best, V_best, pvec, max_evals, nfev,
         scale = np.maximum(problem.upper - problem.lower, 1e-12)
         if all(np.max(np.abs(p - c) / scale) > 1e-3 for c in cands):
             cands.append(p)
-    for start in cands:
-        best, f_best, V_best, nfev, stop = polish_from(problem, start, pvec, best, f_best,
-                                                       V_best, max_evals, nfev)
-        if stop:
-            break
-    return best, f_best, V_best, nfev
+    try:
+        for start in cands:
+            best, f_best, V_best, nfev, stop = polish_from(problem, start, pvec, best, f_best,
+                                                           V_best, max_evals, nfev, deadline)
+            if stop:
+                timed_out = deadline is not None and time.perf_counter() >= deadline
+                return best, f_best, V_best, nfev, Status.TIME_LIMIT if timed_out else None
+    except KeyboardInterrupt as exc:
+        state = getattr(exc, "state", None)
+        if state is not None:
+            best, f_best, V_best, nfev = state
+        return best, f_best, V_best, nfev, Status.INTERRUPTED
+    return best, f_best, V_best, nfev, None
 
 
 def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=False,
@@ -204,9 +235,12 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
     -------
     Result
     """
+    t_start = time.perf_counter()
+    import torch  # noqa: F401 - the first solve of a process pays this: timed as "import"
+
     from ..engine._backend import resolve_device
 
-    t_start = time.perf_counter()
+    t_import = time.perf_counter() - t_start
     opts = SolveOptions.from_kwargs(options)
     dev = resolve_device(device)
     seed = _seed(seed)
@@ -229,36 +263,58 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
                             if k not in ("callback", "progress", "checkpoint",
                                          "on_generation")}}
     return _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_start,
-                    t_lower, settings)
+                    {"import": t_import, "lowering": t_lower}, settings)
 
 
-def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_start, t_lower,
+#: Share of ``time_limit`` kept for the polish when the search would use it all.
+POLISH_TIME_SHARE = 0.1
+
+
+def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_start, spent,
              settings, resume=None) -> Result:
-    """Search, polish, check and build the Result (shared by solve and resume)."""
+    """Search, polish, check and build the Result (shared by solve and resume).
+
+    ``spent``: seconds already spent by part (``import``, ``lowering``), from
+    ``t_start``.  ``time_limit`` is a deadline for the whole call: the search stops at
+    it less a share kept for the polish, and the polish stops at it.
+    """
     from ..engine._backend import resolve_dtype
     from ._search import default_pop_size, run_search
 
+    if opts.checkpoint is not None:  # fail now, not after the whole search
+        from ._checkpoint import check_writable
+
+        check_writable(opts.checkpoint)
+    deadline = None if opts.time_limit is None else t_start + opts.time_limit
     n = problem.n
     S = opts.pop_size or default_pop_size(opts.algorithm, n)
     S += S % 2
     wdtype = resolve_dtype(dtype, dev, S * n)
     use_compile = _compile_choice(compile, S * n)
+    before = getattr(resume["loop"], "elapsed", 0.0) if resume is not None else 0.0
+    search_deadline = None
+    if deadline is not None:
+        search_deadline = deadline - (POLISH_TIME_SHARE * opts.time_limit if opts.polish else 0)
     out, compile_s = run_search(problem, opts, dev, wdtype, use_compile, seed, pvec, S,
-                                resume=resume, settings=settings)
+                                resume=resume, settings=settings, deadline=search_deadline)
+    search_s = out.seconds - before  # this call's share (a resumed run counts on)
     best = out.best_x.double().cpu().numpy()
     f_best, V_best = check_point(problem, best, pvec)
-    nfev = out.nfev
+    nfev = out.nfev + 1  # the float64 check is an evaluation too
 
     t_pol = time.perf_counter()
+    reason = out.reason
     if opts.polish and n <= 2000 and out.reason not in (Status.UNBOUNDED, Status.INTERRUPTED):
-        best, f_best, V_best, nfev = _polish_stage(problem, out, best, f_best, V_best, pvec,
-                                                   opts.max_evals, nfev)
+        best, f_best, V_best, nfev, stopped = _polish_stage(
+            problem, out, best, f_best, V_best, pvec, opts.max_evals, nfev, deadline=deadline)
+        if stopped is not None:
+            reason = stopped
     polish_s = time.perf_counter() - t_pol
+    t_check = time.perf_counter()
 
     checked = certify(problem, best, pvec, f_best, V_best)  # exact arithmetic (Arb balls)
     best, f_best, V_best = checked.x, checked.fun, checked.violations
     feasible = checked.verification.feasible
-    reason = out.reason
     if reason is Status.INTERRUPTED:
         status, message = reason, reason.value + checked.note
     elif not feasible:
@@ -269,7 +325,7 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
         message = reason.value
         fmin = -f_best if problem.maximize else f_best
         unbounded = fmin <= -UNBOUNDED_LEVEL
-        probe_cost = 2 * int((~problem.integer).sum()) * 45
+        probe_cost = 2 * int((~problem.integer).sum()) * 45 + 1
         if not unbounded and reason is not Status.TARGET and problem.n <= 2000 and (
                 opts.max_evals is None or nfev + probe_cost <= opts.max_evals):
             unbounded, used = _diverges(problem, best, pvec)
@@ -283,14 +339,19 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
         message += "; the objective is constant: any feasible point is optimal"
     sign = -1.0 if problem.maximize else 1.0
     hist = History(out.hist_nfev, sign * out.hist_f, out.hist_cv)
-    total = time.perf_counter() - t_start
+    timings = {"import": spent.get("import", 0.0), "lowering": spent.get("lowering", 0.0),
+               "setup": 0.0, "compile": compile_s, "search": search_s, "polish": polish_s,
+               "check": time.perf_counter() - t_check}
+    timings["total"] = time.perf_counter() - t_start
+    # setup: options, device, code generation, building the search (all the rest)
+    timings["setup"] = max(0.0, timings["total"] - sum(v for k, v in timings.items()
+                                                       if k != "total"))
     result = Result(
         x=_point_dict(problem, best, checked.genes), x_array=best, variables=problem.variables,
         fun=f_best, feasible=feasible, maxcv=float(V_best.max()) if V_best.size else 0.0,
         violations=V_best, success=feasible and not status.failed, status=status,
         message=message, nit=out.nit, nfev=nfev, seed=seed, device=str(dev),
-        timings={"lowering": t_lower, "compile": compile_s, "search": out.seconds,
-                 "polish": polish_s, "total": total},
+        timings=timings,
         history=hist, problem=problem, verification=checked.verification)
     if cross_check:
         from ._crosscheck import cross_check as _cc
@@ -333,13 +394,21 @@ def resume(path, *, problem=None, progress=None, callback=None, checkpoint=None)
     CheckpointError
         The file is missing, corrupt, of another version, or of another problem.
     """
-    from .._errors import CheckpointError
+    from .._errors import CheckpointError, ProblemError
     from ..engine._backend import resolve_device
-    from ._checkpoint import fingerprint, read_checkpoint
+    from ._checkpoint import fingerprint, problem_from_data, read_checkpoint
 
     t_start = time.perf_counter()
+    import torch  # noqa: F401 - timed as "import", as in solve
+
+    t_import = time.perf_counter() - t_start
     data = read_checkpoint(path)
-    stored = data["problem"]
+    t0 = time.perf_counter()
+    try:
+        stored = problem_from_data(data["problem"])
+    except (ProblemError, TypeError, ValueError) as exc:
+        raise CheckpointError(f"checkpoint {path!r} holds a problem that cannot be rebuilt "
+                              f"({type(exc).__name__}: {str(exc)[:200]})") from None
     if fingerprint(stored) != data["fingerprint"]:
         raise CheckpointError(f"checkpoint {path!r} is inconsistent: its problem does not "
                               "match its fingerprint")
@@ -352,5 +421,7 @@ def resume(path, *, problem=None, progress=None, callback=None, checkpoint=None)
                                      "callback": callback,
                                      "checkpoint": checkpoint if checkpoint else path})
     dev = resolve_device(st["device"])
+    t_lower = time.perf_counter() - t0
     return _execute(stored, opts, dev, st["dtype"], st["seed"], st["compile"],
-                    st["cross_check"], st["pvec"], t_start, 0.0, st, resume=data)
+                    st["cross_check"], st["pvec"], t_start,
+                    {"import": t_import, "lowering": t_lower}, st, resume=data)

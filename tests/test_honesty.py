@@ -1,0 +1,106 @@
+"""Honest answers: no silent wrong result and no foreign exception for the inputs of the
+honesty issue.  Each test names the promise it backs in docs/guarantees.md."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import constropt
+
+x, y = sp.symbols("x y")
+
+
+# -- generated code never depends on user-chosen names -------------------------------------
+def test_names_that_fold_to_one_identifier_stay_two_variables():
+    wide = sp.Symbol("\uff58")  # fullwidth x: NFKC folds it to "x" in Python source
+    p = constropt.Problem((x - 1) ** 2 + (wide + 1) ** 2, bounds={x: (-3, 3), wide: (-3, 3)})
+    assert p.variables == (x, wide) or p.variables == (wide, x)
+    pts = np.array([[1.0, -1.0], [-1.0, 1.0]]) if p.variables[0] == x else np.array(
+        [[-1.0, 1.0], [1.0, -1.0]])
+    np.testing.assert_allclose(p.evaluate(pts).fun, [0.0, 8.0])  # exact small integers
+
+
+@pytest.mark.parametrize("name", ["x\u00b2", "a b", "lambda", "X", "P", "dtype", "where",
+                                  "t0", "f", "cv", "x1", "a\nb", "1st", "x" * 300])
+def test_any_symbol_name_lowers_and_evaluates(name):
+    s = sp.Symbol(name)
+    x0 = sp.Symbol("x0")  # the generated name of row 0: must not capture it
+    p = constropt.Problem((s - 2) ** 2 + 10 * x0, [s + x0 <= 3], variables=[x0, s],
+                          bounds={s: (-3, 3), x0: (0, 1)})
+    ev = p.evaluate(np.array([[0.5, 2.0], [0.0, 3.0], [1.0, 2.5]]))
+    np.testing.assert_allclose(ev.fun, [5.0, 1.0, 10.25])  # exact in binary floating point
+    assert ev.feasible.tolist() == [True, True, False]
+    compile(p.source, "<check>", "exec")  # the source is valid Python, whatever the name
+    assert "\n" not in name or "a\\nb" in p.source  # echoed only escaped, in a comment
+
+
+# -- crashes become constropt errors naming the culprit ------------------------------------
+@pytest.mark.parametrize("constraint, verdict", [
+    (x + 1 > x, "always holds"),
+    (x > x, "never holds"),
+    (sp.Eq(x, x, evaluate=False), "always holds"),
+    (sp.Or(x + 2 <= x, y <= 0), "never holds"),  # a constant leaf inside a disjunction
+])
+def test_constraint_without_variables_is_refused(constraint, verdict):
+    with pytest.raises(constropt.ProblemError, match=f"constraint 0: .*{verdict}"):
+        constropt.Problem(x**2 + y**2, [constraint], bounds={x: (-1, 1), y: (-1, 1)})
+
+
+def test_sympy_decided_constraint_is_refused_the_same_way():
+    xr = sp.Symbol("xr", real=True)
+    with pytest.raises(constropt.ProblemError, match="constraint 0: the constraint evaluated"):
+        constropt.Problem(xr**2, [xr + 1 > xr], bounds={xr: (-1, 1)})
+
+
+def test_unused_variable_added_after_a_first_solve():
+    z = sp.Symbol("z")
+    f, cons = (x - 1) ** 2 + x * z, [x + z <= 3]
+    first = constropt.solve(f, cons, bounds={x: (-3, 3), z: (0, 1)}, seed=0)
+    # y is row 2 and appears nowhere: same generated values code, one more gradient row
+    again = constropt.solve(f, cons, variables=[x, z, y],
+                            bounds={x: (-3, 3), z: (0, 1), y: (-1, 1)}, seed=0)
+    for res in (first, again):
+        assert res.success and res.fun == pytest.approx(0.0, abs=1e-9)
+        assert res.x[x] == pytest.approx(1.0, abs=1e-4) and res.x[z] == pytest.approx(0.0,
+                                                                                      abs=1e-6)
+    assert -1 <= again.x[y] <= 1
+
+
+def test_no_variables():
+    with pytest.raises(constropt.ProblemError, match="no decision variables"):
+        constropt.solve(sp.Integer(3))
+
+
+@pytest.mark.parametrize("seed", [2**64, 2**63, -1, 1.5, "0"])
+def test_seed_out_of_range(seed):
+    with pytest.raises(constropt.OptionError, match="seed must be an integer"):
+        constropt.solve(x**2, bounds={x: (-1, 1)}, seed=seed)
+
+
+@pytest.mark.parametrize("variables", [5, 2.5])
+def test_variables_not_a_sequence(variables):
+    with pytest.raises(constropt.ProblemError, match="variables must be a sequence"):
+        constropt.Problem(x**2, variables=variables)
+
+
+@pytest.mark.parametrize("points", ["abc", [["a", 1.0]], {"x": 1}])
+def test_evaluate_non_numeric_points(points):
+    p = constropt.Problem(x**2 + y, bounds={x: (-1, 1), y: (-1, 1)})
+    with pytest.raises(constropt.ProblemError, match="points must be numbers"):
+        p.evaluate(points)
+
+
+R = sp.Symbol("r")
+
+
+@pytest.mark.parametrize("values, fragment", [
+    (np.array([]), "empty"),
+    (["a", "b"], "must be numbers"),
+    (np.zeros((2, 2)), "1-D array"),
+])
+def test_solve_batch_bad_parameter_arrays(values, fragment):
+    p = constropt.Problem((x - R) ** 2, bounds={x: (-1, 1)}, parameters={R: 0.0})
+    with pytest.raises(constropt.ProblemError, match=f"parameter r: .*{fragment}"):
+        constropt.solve_batch(p, {R: values})
