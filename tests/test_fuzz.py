@@ -120,3 +120,96 @@ def test_solve_never_lies(case):
         assert math.isnan(fv) == math.isnan(res.fun) or not res.feasible
     else:
         assert res.fun == pytest.approx(fv, rel=1e-9, abs=1e-9)
+
+
+# -- exact arithmetic: every reported-feasible point holds in exact arithmetic ----------------
+# Identity and cancellation traps: float64 rounds each one to the wrong side of a boundary
+# somewhere; the rigorous check must never let that through.
+def _traps(v):
+    return [
+        sp.sin(v) ** 2 + sp.cos(v) ** 2,                                 # == 1
+        (v + 1) ** 2 - v**2 - 2 * v,                                     # == 1
+        sp.log(sp.exp(v, evaluate=False), evaluate=False),               # == v
+        sp.Pow(sp.Pow(v, 2, evaluate=False), sp.S.Half, evaluate=False),  # == |v|
+        v - sp.sqrt(v**2 + 1),                                           # ~ -1/(2v)
+        sp.Abs(v) - sp.Pow(v**2, sp.S.Half, evaluate=False),             # == 0
+        v,
+    ]
+
+
+THRESHOLDS = [sp.Integer(0), sp.Integer(1), sp.Integer(-1), sp.Rational(2, 7),
+              sp.Rational(-2, 7), sp.Rational(1, 3), sp.Float(0.1), sp.Float(-1e-9),
+              sp.Float(1e-20), sp.Rational(1, 10**12), 1 + sp.Rational(1, 10**15),
+              1 - sp.Rational(1, 10**15), sp.Float(1.0000000000000002)]
+
+
+def _relation(kind, g, c):
+    return {"le": lambda: g <= c, "lt": lambda: g < c, "ge": lambda: g >= c,
+            "gt": lambda: g > c, "eq": lambda: sp.Eq(g, c)}[kind]()
+
+
+@st.composite
+def trap_problems(draw):
+    """Traps on a box of scale 1 to 1e8 with a linear objective pushing onto the
+    boundary, or mixed with the random expressions above on a small box."""
+    mixed = draw(st.integers(0, 2)) == 0
+    if mixed:
+        f = draw(exprs)
+        scale = 5
+    else:
+        f = draw(st.sampled_from([x, -x, y, -y, x + y, x - y]))
+        scale = draw(st.sampled_from([1, 10, 10**4, 10**8]))
+    cons = []
+    for _ in range(draw(st.integers(1, 3))):
+        v = draw(st.sampled_from(VARS))
+        g = draw(st.sampled_from(_traps(v)))
+        if mixed and draw(st.booleans()):
+            g = g + draw(exprs)
+        c = draw(st.sampled_from(THRESHOLDS))
+        kind = draw(st.sampled_from(["le", "lt", "ge", "gt", "eq"]))
+        try:
+            rel = _relation(kind, g, c)
+        except TypeError:
+            continue
+        if isinstance(rel, sp.logic.boolalg.BooleanAtom):
+            continue
+        cons.append(rel)
+    lo = draw(st.sampled_from([0, -scale, -1]))
+    return f, cons, {v: (lo, scale) for v in VARS}
+
+
+def _check_exact(case):
+    from test_verify import exact_holds
+
+    f, cons, box = case
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = constropt.solve(f, cons, bounds=box, variables=VARS, seed=0, pop_size=20,
+                                  max_evals=3000)
+    except constropt.ConstroptError:
+        return
+    ver = res.verification
+    assert ver is not None and ver.feasible == res.feasible
+    if res.feasible:
+        assert ver.float64_feasible  # certification never overrides float64's "no"
+        point = dict(res.x)
+        bad = [c for c in cons if not exact_holds(c, point, 1e-4)]
+        assert not bad, (f, cons, point, bad)
+    else:
+        assert res.success is False
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(trap_problems())
+def test_feasible_points_hold_in_exact_arithmetic(case):
+    _check_exact(case)
+
+
+@pytest.mark.slow
+@settings(max_examples=1000, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(trap_problems())
+def test_feasible_points_hold_in_exact_arithmetic_1000(case):
+    _check_exact(case)

@@ -28,6 +28,7 @@ from .solver._progress import Progress
 from .solver._result import History, Result, Status
 from .solver._scipy import ScipyProblem
 from .solver._solve import resume, solve
+from .solver._verify import Verification
 
 __version__ = "0.1.0"
 
@@ -37,6 +38,7 @@ __all__ = [
     # problems and results
     "Problem", "Evaluation", "Result", "BatchResult", "Status", "History", "Progress",
     "SolveOptions", "CrossCheck", "ReferenceRun", "Verdict", "ScipyProblem", "DEFAULT_BOUND",
+    "Verification",
     # errors and warnings
     "ConstroptError", "ProblemError", "UnsupportedExpressionError", "OptionError",
     "DeviceError", "ParseError", "CheckpointError", "SolveFailedError", "DistributedError",

@@ -143,10 +143,12 @@ def _evaluate(problem, genes, pvec):
 
 
 def _settle_exact_zeros(problem, genes, pvec, leaf):
-    """Undecided leaves whose value sympy proves to be exactly 0 at the exact point
-    (an identity such as ``sin(x)**2 + cos(x)**2 - 1``): ``<=`` and ``==`` hold, ``<``
-    is violated.  Only scalar problems, small expressions, and ``simplify`` returning
-    the literal 0: a symbolic proof, never a numerical guess."""
+    """Undecided leaves settled by sympy in exact arithmetic at the exact point: a
+    value that is a rational number (``Mod(1, 1/3)``, polynomials with rational
+    coefficients) is compared exactly; otherwise ``simplify`` returning the literal 0
+    (an identity such as ``sin(x)**2 + cos(x)**2 - 1``) is a tie: ``<=`` and ``==``
+    hold, ``<`` is violated.  Only scalar problems and small expressions; a symbolic
+    proof, never a numerical guess."""
     import sympy as sp
 
     if problem.has_vector_variables:
@@ -156,15 +158,24 @@ def _settle_exact_zeros(problem, genes, pvec, leaf):
     point.update({p: sp.Rational(float(v)) for p, v in
                   zip(problem.layout.parameters, np.asarray(pvec).reshape(-1), strict=True)})
     out = list(leaf)
+    tol = sp.Rational(float(problem.eq_tol))
     for k, lf in enumerate(problem.leaves):
         if leaf[k] != UNDECIDED or sp.count_ops(lf.expr) > _SIMPLIFY_OPS:
             continue
         try:
-            zero = sp.simplify(lf.expr.xreplace(point)) == 0
+            e = lf.expr.xreplace({f: sp.Rational(f) for f in lf.expr.atoms(sp.Float)})
+            e = e.xreplace(point)
+            if not e.is_Rational:  # not plain rational arithmetic: an identity?
+                e = sp.Integer(0) if sp.simplify(e) == 0 else None
         except Exception:  # sympy could not decide: stay undecided
-            zero = False
-        if zero:
-            out[k] = VIOLATED if lf.kind == "lt" else SATISFIED
+            e = None
+        if e is None:
+            continue
+        if lf.kind == "eq":
+            ok = abs(e) <= tol
+        else:
+            ok = e < 0 if lf.kind == "lt" else e <= 0
+        out[k] = SATISFIED if ok else VIOLATED
     return out
 
 
