@@ -104,3 +104,38 @@ def test_solve_batch_bad_parameter_arrays(values, fragment):
     p = constropt.Problem((x - R) ** 2, bounds={x: (-1, 1)}, parameters={R: 0.0})
     with pytest.raises(constropt.ProblemError, match=f"parameter r: .*{fragment}"):
         constropt.solve_batch(p, {R: values})
+
+
+# -- an objective that is not a number is never a success ----------------------------------
+@pytest.mark.parametrize("objective, constraints", [
+    (sp.log(x), [x <= -0.5]),
+    (sp.sqrt(-x**2 - 1), []),
+])
+def test_objective_nan_on_the_whole_feasible_set(objective, constraints):
+    res = constropt.solve(objective, constraints, bounds={x: (-3, 3)}, seed=0)
+    assert res.feasible and np.isnan(res.fun)
+    assert not res.success and res.status is constropt.Status.UNDEFINED
+    assert "is NaN: it is undefined on the feasible set" in res.message
+    assert res.to_scipy().status == 9
+
+
+def test_batch_reports_an_undefined_objective_too():
+    p = constropt.Problem(sp.log(x - R), bounds={x: (-3, 3)}, parameters={R: 0.0})
+    # r = 5: x - r < 0 on the whole box (NaN); r = -5: log(x + 5) has its minimum at x = -3
+    br = constropt.solve_batch(p, {R: np.array([5.0, -5.0])}, seed=0)
+    bad, good = br.results
+    assert bad.status is constropt.Status.UNDEFINED and not bad.success
+    assert good.success and good.fun == pytest.approx(np.log(2.0), abs=1e-8)
+
+
+# -- no option is silently ignored ----------------------------------------------------------
+@pytest.mark.parametrize("options", [{"eq_tol": 1e-12}, {"default_bound": 5.0},
+                                     {"eq_tol": 1e-12, "default_bound": 5.0}])
+def test_problem_options_beside_a_ready_problem_are_refused(options):
+    p = constropt.Problem(x**2 + y**2, [sp.Eq(x + y, 1)], bounds={x: (-2, 2), y: (-2, 2)})
+    names = " and ".join(options)
+    with pytest.raises(constropt.OptionError, match=f"keeps the {names} it was built with"):
+        constropt.solve(p, seed=0, **options)
+    q = constropt.Problem(x**2 + R, bounds={x: (-2, 2)}, parameters={R: 0.0})
+    with pytest.raises(constropt.OptionError, match="solve_batch: "):
+        constropt.solve_batch(q, {R: np.array([1.0, 2.0])}, **options)

@@ -19,8 +19,9 @@ import numpy as np
 
 from .._errors import OptionError, ProblemError
 from ..problem._problem import Problem
-from ._options import SolveOptions
+from ._options import SolveOptions, refuse_problem_options
 from ._result import History, Result, Status
+from ._verdict import objective_verdict
 
 __all__ = ["solve_batch", "BatchResult"]
 
@@ -147,6 +148,7 @@ def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None
                    "on_generation", "time_limit"} & set(options)
     if unsupported:
         raise OptionError(f"solve_batch does not support {', '.join(sorted(unsupported))}")
+    refuse_problem_options(options, "solve_batch")
     opts = SolveOptions.from_kwargs(options)
     dev = resolve_device(device)
     seed = _seed(seed)
@@ -271,12 +273,15 @@ def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None
         message = status.value if feasible else (
             f"{Status.INFEASIBLE.value}{checked.note} (search ended: "
             f"{statuses[int(reasons[b])].value})")
+        if feasible and objective_verdict(problem, fb) is not None:  # NaN / inf objective
+            status, message = objective_verdict(problem, fb)
         k = int(nits[b]) + 1
         results.append(Result(
             x=_point_dict(problem, xb, checked.genes), x_array=xb,
             variables=problem.variables, fun=fb,
             feasible=feasible, maxcv=float(Vb.max()) if Vb.size else 0.0, violations=Vb,
-            success=feasible, status=status, message=message, nit=int(nits[b]),
+            success=feasible and not status.failed, status=status, message=message,
+            nit=int(nits[b]),
             nfev=int(nfev[b]) + used, seed=seed, device=str(dev),
             timings={},
             history=History(S * (1 + np.arange(k)), sign * hf[:k, b], hc[:k, b]),

@@ -9,7 +9,21 @@ from dataclasses import dataclass, fields
 
 from .._errors import OptionError
 
-__all__ = ["SolveOptions"]
+__all__ = ["SolveOptions", "PROBLEM_OPTIONS", "refuse_problem_options"]
+
+#: Options that shape the Problem itself; a ready Problem already has them.
+PROBLEM_OPTIONS = ("eq_tol", "default_bound")
+
+
+def refuse_problem_options(options: dict, where: str) -> None:
+    """Raise OptionError naming ``eq_tol``/``default_bound`` passed beside a ready Problem:
+    they were silently ignored before (the Problem keeps its own)."""
+    given = [k for k in PROBLEM_OPTIONS if k in options]
+    if given:
+        listed = ", ".join(f"{k}={options[k]!r}" for k in given)
+        raise OptionError(f"{where}: {listed} would be ignored: a ready Problem keeps the "
+                          f"{' and '.join(given)} it was built with; pass "
+                          f"{'them' if len(given) > 1 else 'it'} to Problem(...) instead")
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ SCIPY_STATUS = {
     "INFEASIBLE": 6,
     "UNBOUNDED": 7,
     "INTERRUPTED": 8,
+    "UNDEFINED": 9,
 }
 
 _UNDEFINED = 1e300  # the objective where it is NaN; constraints: violated by this

@@ -11,21 +11,17 @@ import numpy as np
 import sympy as sp
 
 from .._errors import OptionError, SolveFailedError
-from ..problem._evaluate import report_numpy
 from ..problem._problem import Problem
-from ._options import SolveOptions
+from ._options import SolveOptions, refuse_problem_options
 from ._result import History, Result, Status
+from ._verdict import UNBOUNDED_LEVEL, check_point, diverges, objective_verdict
 from ._verify import certify
 
-__all__ = ["solve", "resume", "COMPILE_THRESHOLD"]
+__all__ = ["solve", "resume", "COMPILE_THRESHOLD", "UNBOUNDED_LEVEL", "check_point"]
 
 #: ``compile="auto"`` compiles the generation step when ``pop_size * n`` reaches this.
 COMPILE_THRESHOLD = 200_000
 
-#: A feasible objective beyond this magnitude (in the direction of optimization) is
-#: reported as unbounded (status ``UNBOUNDED``, ``success=False``); so is one that keeps
-#: improving by orders of magnitude as the best point approaches a box edge.
-UNBOUNDED_LEVEL = 1e30
 
 
 def _seed(seed) -> int:
@@ -66,60 +62,6 @@ def _point_dict(problem: Problem, x: np.ndarray, genes=None) -> dict:
                 arr = np.array(exact, dtype=np.int64)
             out[b.symbol] = arr.reshape(b.shape)
     return out
-
-
-def check_point(problem: Problem, x: np.ndarray, pvec: np.ndarray):
-    """Float64 objective (user's sense) and per-constraint violations at one point."""
-    f, V = report_numpy(problem, x.reshape(-1, 1), pvec)
-    return float(f[0]), V[:, 0]
-
-
-def _diverges(problem, x: np.ndarray, pvec: np.ndarray) -> tuple[bool, int]:
-    """Does the objective diverge (in the optimization direction) as feasible points
-    approach the end of the feasible segment from ``x`` along some coordinate?
-
-    Per coordinate direction, bisection finds where the feasible segment from ``x`` ends
-    (a box edge or a constraint boundary), then geometric approaches to that end are
-    evaluated.  Returns ``(verdict, points evaluated)``.
-    """
-    sign = -1.0 if problem.maximize else 1.0
-    free = np.flatnonzero(~problem.integer)
-    if free.size == 0:
-        return False, 0
-    dirs = np.concatenate([free, free])
-    tmax = np.concatenate([x[free] - problem.lower[free], problem.upper[free] - x[free]])
-    sgn = np.concatenate([-np.ones(free.size), np.ones(free.size)])
-    used = 0
-
-    def feasible_at(t):
-        nonlocal used
-        pts = np.repeat(x[:, None], dirs.size, axis=1)
-        pts[dirs, np.arange(dirs.size)] += sgn * t
-        f, V = report_numpy(problem, pts, pvec)
-        used += dirs.size
-        return (V == 0).all(axis=0), sign * f
-
-    lo, hi = np.zeros_like(tmax), tmax.copy()
-    ok_hi, _ = feasible_at(hi)
-    for _ in range(32):  # bisection for the end of each feasible segment (to 2^-32)
-        mid = 0.5 * (lo + hi)
-        ok, _ = feasible_at(mid)
-        lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
-    end = np.where(ok_hi, tmax, lo)
-    f0 = sign * check_point(problem, x, pvec)[0]
-    used += 1
-    rows, feas = [], []
-    for frac in 1.0 - 10.0 ** -np.arange(1, 13, 1.0):
-        ok, fm = feasible_at(end * frac)
-        rows.append(fm)
-        feas.append(ok)
-    rows, feas = np.array(rows), np.array(feas)
-    for j in range(dirs.size):
-        r = rows[:, j]
-        if end[j] > 0 and feas[:, j].all() and np.all(np.diff(r) < 0) and r[-1] < f0 and \
-                (r[-1] == -np.inf or abs(r[-1] - r[0]) > 1e6 * max(1.0, abs(r[0]))):
-            return True, used
-    return False, used
 
 
 def _key(problem, f: float, V: np.ndarray):
@@ -248,6 +190,7 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
         if tuple(constraints) or variables is not None or bounds is not None or maximize:
             raise OptionError("pass constraints, variables, bounds and maximize to Problem(), "
                               "not to solve(), when the objective is already a Problem")
+        refuse_problem_options(options, "solve")
         problem = objective
         t_lower = 0.0
     else:
@@ -320,6 +263,8 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
     elif not feasible:
         status = Status.INFEASIBLE
         message = f"{Status.INFEASIBLE.value}{checked.note} (search ended: {reason.value})"
+    elif objective_verdict(problem, f_best) is not None:
+        status, message = objective_verdict(problem, f_best)
     else:
         status = reason
         message = reason.value
@@ -328,7 +273,7 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
         probe_cost = 2 * int((~problem.integer).sum()) * 45 + 1
         if not unbounded and reason is not Status.TARGET and problem.n <= 2000 and (
                 opts.max_evals is None or nfev + probe_cost <= opts.max_evals):
-            unbounded, used = _diverges(problem, best, pvec)
+            unbounded, used = diverges(problem, best, pvec)
             nfev += used
         if unbounded and reason is not Status.TARGET:
             status = Status.UNBOUNDED
