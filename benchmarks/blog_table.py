@@ -511,6 +511,9 @@ def main(argv=None) -> str:
                     help="compile with a fresh, empty inductor cache (cold compile times)")
     ap.add_argument("--no-cuda", action="store_true")
     ap.add_argument("--output", help="also write the markdown here")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="torch intra-op threads (default: torch's); 1 keeps ratios honest "
+                         "on a machine other processes load (no thread barriers)")
     ap.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
                     help="before each measurement, wait up to this long for an idle machine")
     args = ap.parse_args(argv)
@@ -520,6 +523,8 @@ def main(argv=None) -> str:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-cold-")
     import torch
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     repeats = 3 if args.quick else 9
     devices = ["cpu"]
     if torch.cuda.is_available() and not args.no_cuda:
