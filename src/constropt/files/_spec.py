@@ -90,11 +90,11 @@ class ProblemSpec:
             maximize=..., parameters=...)``. ``options`` is not applied; pass it
             to the solver, e.g. ``constropt.solve(problem, **spec.options)``.
         """
-        import constropt  # lazy: constropt imports this subpackage
+        from ..problem._problem import Problem  # lazy: sympy-heavy, and not always needed
 
-        return constropt.Problem(self.objective, self.constraints, variables=self.variables,
-                                 bounds=self.bounds, maximize=self.maximize,
-                                 parameters=self.parameters or None)
+        return Problem(self.objective, self.constraints, variables=self.variables,
+                       bounds=self.bounds, maximize=self.maximize,
+                       parameters=self.parameters or None)
 
 
 def load_problem(path: str | os.PathLike) -> ProblemSpec:

@@ -11,9 +11,7 @@ from __future__ import annotations
 import math
 import re
 import warnings
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
 
 import numpy as np
 import sympy as sp
@@ -22,6 +20,7 @@ from .._errors import ProblemError
 from ..lowering import Block, Layout, Lowering
 from ._bounds import BoundsWarning, make_bounds
 from ._constraints import Constraint, Leaf, normalize_constraint
+from ._evaluate import Evaluation
 
 __all__ = ["Problem", "Evaluation", "BoundsWarning", "DEFAULT_BOUND"]
 
@@ -29,25 +28,6 @@ __all__ = ["Problem", "Evaluation", "BoundsWarning", "DEFAULT_BOUND"]
 DEFAULT_BOUND = 1000.0
 
 _VECTOR_TYPES = (sp.IndexedBase, sp.MatrixSymbol)
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """Objective and constraint status of a batch of points.
-
-    Attributes
-    ----------
-    fun : array or Tensor, shape (S,)
-        Objective in the user's sense (NaN where it is undefined).
-    violation : array or Tensor, shape (S, m)
-        Violation of each constraint, ``>= 0``; ``inf`` where a constraint is NaN.
-    feasible : array or Tensor of bool, shape (S,)
-        Every constraint holds (strict ones strictly, equalities within ``eq_tol``).
-    """
-
-    fun: Any
-    violation: Any
-    feasible: Any
 
 
 def _natural_key(sym) -> tuple:
@@ -267,7 +247,7 @@ class Problem:
         return np.array([merged[p] for p in self._layout.parameters], dtype=np.float64)
 
     # -- evaluation --------------------------------------------------------------------
-    def evaluate(self, points, *, parameters=None) -> Evaluation:
+    def evaluate(self, points, *, parameters=None, compile="auto") -> Evaluation:
         """Evaluate objective and constraints at a batch of points.
 
         Parameters
@@ -278,6 +258,9 @@ class Problem:
             torch backend on its device and dtype.
         parameters : dict, optional
             Parameter values overriding the problem's own.
+        compile : {"auto", True, False}
+            Torch input only: evaluate with the compiled kernel (``"auto"``: from
+            ``EVALUATE_COMPILE_MIN`` points on; the first such call compiles).
 
         Returns
         -------
@@ -286,9 +269,45 @@ class Problem:
         """
         from ._evaluate import evaluate_points
 
-        return evaluate_points(self, points, parameters)
+        return evaluate_points(self, points, parameters, compile)
 
-    # -- plots and scipy interop (implemented in _plot.py and _interop.py) ---------------
+    def fitness(self, kind="death", *, layout="rows", device=None, dtype=None,
+                compile=True, penalty=1e6, parameters=None):
+        """A compiled, branch-free fitness function for your own GA loop.
+
+        Parameters
+        ----------
+        kind : {"death", "penalty", "split"}
+            ``"death"``: the minimization-sense objective (``-f`` when maximizing) where
+            every constraint holds, ``+inf`` elsewhere; ``"penalty"``: that objective
+            plus ``penalty`` times the total violation; ``"split"``: the pair
+            ``(objective, total violation)`` for feasibility-rule ranking.
+        layout : {"rows", "columns"}
+            Population of shape (S, n) or (n, S); ``"columns"`` is the fastest for
+            problems over a few variables (vectorized reads), see the docs.
+        device, dtype
+            The device populations live on and the working (accumulation) dtype,
+            float32 or float64 (default: the population's own; float32 for integer
+            genes, exact for integer sums below 2**24).
+        compile : bool
+            ``torch.compile`` once, dynamic in the population size (no recompiles).
+        penalty : float
+            Weight of the total violation for ``kind="penalty"``.
+        parameters : dict, optional
+            Parameter values overriding the problem's own.
+
+        Returns
+        -------
+        Fitness
+            ``fit(population)`` -> (S,) (``"split"``: two (S,) tensors); see
+            :class:`constropt.Fitness`.
+        """
+        from ._fitness import Fitness
+
+        return Fitness(self, kind, layout=layout, device=device, dtype=dtype,
+                       compile=compile, penalty=penalty, parameters=parameters)
+
+    # -- plots and scipy interop (interface/_plot.py, solver/_scipy.py) ------------------
     def plot(self, result=None, path=None, resolution: int = 200, *, ax=None, limits=None,
              parameters=None):
         """Plot a two-variable problem: feasible region, objective contours, optimum.
