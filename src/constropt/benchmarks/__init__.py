@@ -79,7 +79,7 @@ Examples
 >>> g07.f_star
 24.30620906818
 >>> [p.name for p in benchmarks.collection(("engineering", "mixed-integer"))]
-['pressure_vessel', 'speed_reducer']
+['pressure_vessel', 'speed_reducer', 'gear_train']
 """
 
 from __future__ import annotations  # noqa: I001  (registration order, below, is not alphabetical)
