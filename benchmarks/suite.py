@@ -1,12 +1,13 @@
-"""constropt beside scipy and pymoo on the benchmark collection, CEC 2006 style.
+"""constropt, its GA, scipy and pymoo on the benchmark collection, CEC protocol.
 
 Every run of every solver gets the same budget (500,000 evaluations by default) and
 its final point is judged by the same rule: constropt's own float64 check
 (``constropt.solver._solve.check_point``: inequalities ``g <= 0``, strict ones ``g < 0``,
-equalities ``|h| <= eq_tol``, 1e-4 for the whole collection) plus the distance to
-the published optimum f*:
+equalities ``|h| <= eq_tol``: 1e-4 for CEC 2006 and CEC 2020 as their rules say, 1e-6
+for the MINLPLib and Hock-Schittkowski problems) plus the distance to the published
+optimum f*:
 
-* **abs** (the CEC 2006 rule): feasible and ``f - f* <= 1e-4``
+* **abs** (the CEC rule): feasible and ``f - f* <= 1e-4``
   (``f* - f`` for maximization problems);
 * **rel**: feasible and ``f - f* <= 1e-4 * max(1, |f*|)``, which matters for
   problems with large |f*| (G04 -30665.5, G05 5126.5, G10 7049.2, pressure
@@ -20,6 +21,9 @@ Solvers
 constropt
     ``constropt.solve(bench.problem(), seed=run, max_evals=budget)``, all defaults
     (SLSQP polish included).
+constropt-ga
+    The same with ``algorithm="ga"``. A run that raises (the GA refusing a problem,
+    say) is a failed run, reported with its message.
 scipy
     ``scipy.optimize.differential_evolution`` on the generated NumPy code,
     vectorized (one call per generation, hence ``updating="deferred"``), defaults
@@ -53,15 +57,30 @@ run's evaluations.
 
 Usage
 -----
-    cd /work/main && PYTHONPATH=src python benchmarks/suite.py --quick \\
-        --out benchmarks/results/suite_quick.md
-    PYTHONPATH=src python benchmarks/suite.py --runs 25 \\
-        --solver-runs scipy=5,pymoo-ga=5,pymoo-de=5 --out benchmarks/results/suite.md
+The whole collection, issue 14's acceptance run (25 seeds of constropt and its GA,
+fewer of scipy, all at 500,000 evaluations; before = the committed baseline)::
+
+    PYTHONPATH=src python benchmarks/suite.py --runs 25 --solver-runs scipy=5 \
+        --baseline benchmarks/results/suite_before_raw.jsonl \
+        --out benchmarks/results/suite.md
+
+A subset: ``--problems`` takes names and ``tag:T`` selectors (``tag:cec2020``,
+``tag:minlplib``, ``tag:hock-schittkowski``, ``tag:cec2006``, ``tag:equality``...),
+``--solvers`` any of the solvers above, ``--seeds`` explicit seeds (``0-4``,
+``5-9``, ``0,3,7``)::
+
+    PYTHONPATH=src python benchmarks/suite.py --problems tag:cec2020,G17 \
+        --solvers constropt,constropt-ga --seeds 0-4 --out /tmp/cec2020.md
+    PYTHONPATH=src python benchmarks/suite.py --quick --out benchmarks/results/suite_quick.md
 
 Runs are independent and go to ``--jobs`` worker processes (default 2, torch held
-to one thread each). Each finished run is appended to a JSON-lines file (next to
-``--out``, ``*_raw.jsonl``); ``--resume`` skips the runs already there, and
-``--report-only`` rebuilds the tables from it.
+to one thread each), which import a snapshot of ``src/constropt`` taken at the start.
+Each finished run is appended to a JSON-lines file (next to ``--out``,
+``*_raw.jsonl``, or ``--raw``). ``--resume`` keeps the runs already there and adds
+the missing ones, so a long run can be stopped and continued, or grown seed range by
+seed range (``--seeds 0-4``, then ``--resume --seeds 0-9``); ``--report-only``
+rebuilds the tables from it. The modules: ``_suite_solvers.py`` (the solvers and the
+judging), ``_suite_report.py`` (the tables).
 """
 
 from __future__ import annotations
