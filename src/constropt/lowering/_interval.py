@@ -368,7 +368,7 @@ def _inv_fn(name: str, t: Iv, cur: Iv):
 
 
 class IntervalModel:
-    """A problem's objective, constraint leaves and objective gradient in one graph.
+    """A problem's objective, constraint leaves and exact gradients in one graph.
 
     Parameters
     ----------
@@ -378,24 +378,32 @@ class IntervalModel:
         Normalised constraint leaves (``expr <= 0``, ``< 0`` or ``== 0``).
     layout : Layout
     gradient : bool
-        Also lower the exact gradient of the objective (scalar variables only).
+        Also lower the exact gradient of the objective and of the Lagrangian
+        ``f + sum_i lam_i c_i`` (scalar variables only).  The multipliers ``lam`` are
+        extra parameters after the problem's own (``P = [p..., lam...]``), so choosing
+        them never rebuilds anything.
 
     Attributes
     ----------
     program : IntervalProgram
     f : int
-        Node of the objective (user's sense).
+        Node of the objective.
     leaf_nodes : tuple of int
     grad : tuple of int or None
-        Nodes of ``d objective / d x_k``, or None when not built or not available.
+        Nodes of ``d f / d x_k``, or None when not built or not available.
+    lagrangian : int or None
+        Node of ``f + sum_i lam_i c_i``; ``lag_grad`` its gradient nodes.
     """
 
     def __init__(self, objective, leaves, layout: Layout, gradient: bool = False):
-        g = Graph(layout)
+        n_lam = len(leaves) if gradient else 0
+        lams = tuple(_sp().Dummy(f"lam{i}") for i in range(n_lam))
+        g = Graph(Layout(layout.blocks, tuple(layout.parameters) + lams))
+        self.n_params = len(layout.parameters)
         self.f = None if objective is None else g.lower(objective)
         self.leaf_nodes = tuple(g.lower(lf.expr) for lf in leaves)
         self.leaves = tuple(leaves)
-        self.grad = None
+        self.grad = self.lagrangian = self.lag_grad = None
         roots = ([] if self.f is None else [self.f]) + list(self.leaf_nodes)
         if gradient and objective is not None and all(b.shape == () for b in layout.blocks):
             from .._errors import UnsupportedExpressionError
@@ -405,10 +413,20 @@ class IntervalModel:
             d = SymbolicDerivative(syms)
             try:
                 self.grad = tuple(g.lower(d(objective, s)) for s in syms)
+                jac = [[g.lower(d(lf.expr, s)) for s in syms] for lf in leaves]
             except UnsupportedExpressionError:
                 self.grad = None
             if self.grad is not None:
                 roots += list(self.grad)
+                if leaves:
+                    lam = [g.lower(s) for s in lams]
+                    self.lagrangian = g.node("add", self.f, *[
+                        g.node("mul", lam_i, c) for lam_i, c in zip(lam, self.leaf_nodes)])
+                    self.lag_grad = tuple(
+                        g.node("add", self.grad[k], *[g.node("mul", lam_i, row[k])
+                                                      for lam_i, row in zip(lam, jac)])
+                        for k in range(len(syms)))
+                    roots += [self.lagrangian, *self.lag_grad]
         self.program = IntervalProgram(g, roots)
 
     def leaf_targets(self, eq_tol: float, like=None):
@@ -421,60 +439,82 @@ class IntervalModel:
                 out.append((node, -inf, 0.0))
         return out
 
-    def objective_bounds(self, lo, hi, P):
-        """Rigorous lower bounds of the objective over each box, and branching scores.
+    def smooth(self, node) -> bool:
+        cache = self.__dict__.setdefault("_smooth_cache", {})
+        if node not in cache:
+            cache[node] = self.program.is_smooth(node)
+        return cache[node]
 
-        The natural interval extension, and where the objective is smooth on a box (no
-        NaN in its enclosure or its gradient's), the first-order mean-value form
-        ``f(c) + sum_k g_k([x]) * ([x_k] - c_k)`` around the box centre ``c``; the
-        larger of the two is returned.
+    def objective_bounds(self, lo, hi, P, eq_slack: float = 0.0):
+        """Rigorous lower bounds of the objective over the feasible points of each box,
+        and branching scores.
+
+        The largest of: the natural interval extension of ``f``; where ``f`` is smooth
+        on the box (no NaN in its enclosure or its gradient's), the first-order
+        mean-value form ``f(c) + sum_k g_k([x]) * ([x_k] - c_k)`` around the box centre
+        ``c``; and the same two bounds of the Lagrangian ``f + sum_i lam_i c_i`` (with
+        ``lam_i >= 0`` for inequalities it is below ``f`` wherever the constraints
+        hold), less ``eq_slack`` (``sum |lam_eq| * eq_tol``).
 
         Parameters
         ----------
         lo, hi : Tensor, shape (N, B)
-        P : Tensor, shape (n_params,)
+        P : Tensor, shape (n_params + n_leaves,)
+            Parameters, then the multipliers (zeros: no Lagrangian bound).
+        eq_slack : float
 
         Returns
         -------
         lower : Tensor, shape (B,)
-            No point of the box where the objective is defined has a smaller value.
         score : Tensor, shape (N, B)
-            ``|g_k| * width_k`` (the gradient's magnitude times the width; the width alone
-            without a gradient): split the box along the largest.
+            ``|g_k| * width_k`` (the width alone where no gradient is known): split the
+            box along the largest.
         """
         B = lo.shape[1]
-        smooth = self.grad is not None and self._smooth()
-        if smooth:
-            c = torch.clamp(lo + 0.5 * (hi - lo), min=lo, max=hi)
-            c = torch.where(torch.isfinite(c), c, torch.where(torch.isfinite(lo), lo, hi))
-            vals = self.program.forward(torch.cat([lo, c], 1), torch.cat([hi, c], 1), P,
-                                        only=[self.f, *self.grad])
-        else:
-            vals = self.program.forward(lo, hi, P, only=[self.f])
-        f = vals[self.f]
-        f_lo, f_nan = f.lo.expand(2 * B if smooth else B)[:B], f.nan.expand(
-            2 * B if smooth else B)[:B]
         width = torch.where(torch.isfinite(hi - lo), hi - lo, torch.finfo(lo.dtype).max)
-        if not smooth:
-            return f_lo, width
-        fc = f.lo.expand(2 * B)[B:]
-        lower = fc.clone()
-        ok = ~f_nan & ~f.nan.expand(2 * B)[B:]
-        mags = []
-        for k, gn in enumerate(self.grad):
-            gv = vals[gn]
-            glo, ghi = gv.lo.expand(2 * B)[:B], gv.hi.expand(2 * B)[:B]
-            ok = ok & ~gv.nan.expand(2 * B)[:B]
-            d = Iv(ri.down(lo[k] - c[k]), ri.up(hi[k] - c[k]), torch.zeros_like(ok))
-            term = ri.mul2(Iv(glo, ghi, torch.zeros_like(ok)), d)
-            lower = ri.down(lower + term.lo)
-            mags.append(torch.maximum(torch.abs(glo), torch.abs(ghi)))
-        lower = torch.where(ok & ~torch.isnan(lower), torch.maximum(lower, f_lo), f_lo)
-        score = torch.stack(mags) * width
-        score = torch.where(torch.isfinite(score), score, width)
-        return lower, torch.where(score > 0, score, width)
+        pairs = [(self.f, self.grad)]
+        if self.lagrangian is not None and bool((P[self.n_params:] != 0).any()):
+            pairs.append((self.lagrangian, self.lag_grad))
+        mv = [(v, gr) for v, gr in pairs if gr is not None and self.smooth(v)]
+        c = torch.clamp(lo + 0.5 * (hi - lo), min=lo, max=hi)
+        c = torch.where(torch.isfinite(c), c, torch.where(torch.isfinite(lo), lo, torch.where(
+            torch.isfinite(hi), hi, 0.0)))
+        need = [v for v, _ in pairs] + [n for _, gr in mv for n in gr]
+        vals = self.program.forward(torch.cat([lo, c], 1), torch.cat([hi, c], 1), P,
+                                    only=need)
 
-    def _smooth(self) -> bool:
-        if not hasattr(self, "_is_smooth"):
-            self._is_smooth = self.program.is_smooth(self.f)
-        return self._is_smooth
+        def part(iv, second=False):
+            sl = slice(B, 2 * B) if second else slice(0, B)
+            return (iv.lo.expand(2 * B)[sl], iv.hi.expand(2 * B)[sl],
+                    iv.nan.expand(2 * B)[sl])
+
+        lower = part(vals[self.f])[0]
+        score = None
+        for k, (v, gr) in enumerate(pairs):
+            slack = 0.0 if k == 0 else eq_slack
+            nat = ri.down(part(vals[v])[0] - slack)
+            lower = torch.maximum(lower, nat)
+            if gr is None or (v, gr) not in mv:
+                continue
+            fc_lo, _, fc_nan = part(vals[v], True)
+            ok = ~part(vals[v])[2] & ~fc_nan
+            acc = fc_lo
+            mags = []
+            for j, gn in enumerate(gr):
+                glo, ghi, gnan = part(vals[gn])
+                ok = ok & ~gnan
+                d = Iv(ri.down(lo[j] - c[j]), ri.up(hi[j] - c[j]), torch.zeros_like(ok))
+                acc = ri.down(acc + ri.mul2(Iv(glo, ghi, torch.zeros_like(ok)), d).lo)
+                mags.append(torch.maximum(torch.abs(glo), torch.abs(ghi)))
+            acc = ri.down(acc - slack)
+            lower = torch.where(ok & ~torch.isnan(acc), torch.maximum(lower, acc), lower)
+            if k == 0:
+                sc = torch.stack(mags) * width
+                score = torch.where(torch.isfinite(sc) & (sc > 0), sc, width)
+        return lower, (width if score is None else score)
+
+
+def _sp():
+    import sympy
+
+    return sympy

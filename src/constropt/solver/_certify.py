@@ -106,7 +106,7 @@ def _gap(U: float, L: float) -> float:
     return max(0.0, (U - L) / max(abs(U), 1e-9))
 
 
-def certify(problem, pvec, incumbent: float, *, gap: float = DEFAULT_GAP,
+def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP,
             time_limit: float = 60.0, device="cpu", dtype=None, batch: int | None = None,
             max_boxes: int = 1 << 19, target_time: dict | None = None) -> Certificate:
     """Interval branch-and-bound over the search box of ``problem``.
@@ -118,6 +118,9 @@ def certify(problem, pvec, incumbent: float, *, gap: float = DEFAULT_GAP,
         Parameter values.
     incumbent : float
         Best known feasible objective (user's sense); ``nan`` or ``inf`` when none.
+    x : array, shape (n,), optional
+        The incumbent point: Lagrange multipliers estimated there (non-negative least
+        squares on the active constraints) give the Lagrangian lower bound.
     gap : float
         Target relative gap.
     time_limit : float
@@ -152,7 +155,13 @@ def certify(problem, pvec, incumbent: float, *, gap: float = DEFAULT_GAP,
     objective = -problem.objective if problem.maximize else problem.objective
     leaves, _ = required_leaves(problem._constraints)
     model = _model_cache(problem, objective, leaves, IntervalModel)
-    P = torch.as_tensor(np.asarray(pvec, dtype=np.float64), device=dev)
+    lam = np.zeros(len(leaves))
+    if x is not None and math.isfinite(U) and model.lagrangian is not None:
+        lam = multipliers(problem, pvec, np.asarray(x, dtype=np.float64), leaves)
+    eq_slack = sum(abs(v) for v, lf in zip(lam, leaves) if lf.kind == "eq") * problem.eq_tol
+    eq_slack = eq_slack * (1 + 1e-12)
+    P = torch.as_tensor(np.concatenate([np.asarray(pvec, dtype=np.float64), lam]),
+                        device=dev)
     integer = torch.as_tensor(problem.integer, device=dev)
     targets = model.leaf_targets(problem.eq_tol)
     if math.isfinite(U):
@@ -168,7 +177,7 @@ def certify(problem, pvec, incumbent: float, *, gap: float = DEFAULT_GAP,
         """Contract, bound, prune: the surviving boxes and their bounds."""
         nonlocal floor
         lo, hi, empty = model.program.contract(lo, hi, P, targets, integer, rounds=1)
-        lower, score = model.objective_bounds(lo, hi, P)
+        lower, score = model.objective_bounds(lo, hi, P, eq_slack)
         lower = lower.double()
         dead = empty | (lower > U - eps_abs) | torch.isnan(lower)
         near = ~empty & (lower > U - eps_abs) & (lower <= U)
@@ -229,7 +238,7 @@ def certify(problem, pvec, incumbent: float, *, gap: float = DEFAULT_GAP,
         if not problem.has_vector_variables else {}
     if not math.isfinite(U) and lb.numel() == 0 and not math.isfinite(float(floor)):
         return Certificate("infeasible", math.nan, math.inf, gap, True, math.nan, boxes,
-                           seconds, model._smooth() if model.grad else False, box,
+                           seconds, bool(model.grad is not None and model.smooth(model.f)), box,
                            "no point of the search box satisfies the constraints (interval "
                            "branch-and-bound in exact real arithmetic, equalities as "
                            f"|h(x)| <= {problem.eq_tol:g})")
@@ -241,7 +250,57 @@ def certify(problem, pvec, incumbent: float, *, gap: float = DEFAULT_GAP,
                  f"{sense} than {bound!r}")
     return Certificate("bound", bound, g, gap, g <= gap, sign * U if math.isfinite(U)
                        else math.nan, boxes, seconds,
-                       bool(model.grad is not None and model._smooth()), box, statement)
+                       bool(model.grad is not None and model.smooth(model.f)), box, statement)
+
+
+def multipliers(problem, pvec, x, leaves) -> np.ndarray:
+    """Lagrange multipliers of ``leaves`` at ``x`` (minimization sense): non-negative
+    least squares of ``grad f + sum_i lam_i grad c_i = 0`` over the active
+    inequalities (``lam_i >= 0``), the equalities (either sign) and the active box
+    sides (whose multipliers are dropped: the box itself enforces them)."""
+    from scipy.optimize import nnls
+
+    lw = problem.lowering
+    X = x.reshape(-1, 1)
+    try:
+        grad, jac = lw.derivatives("numpy")(X, pvec)
+        _, C = lw.functions("numpy")["leaves"](X, pvec)
+    except Exception:  # noqa: BLE001 - no multipliers: the bound is still rigorous
+        return np.zeros(len(leaves))
+    sign = -1.0 if problem.maximize else 1.0
+    g = sign * grad[:, 0]
+    row = {id(lf): i for i, lf in enumerate(lw.leaves)}
+    cols, owner = [], []
+    for j, lf in enumerate(leaves):
+        i = row.get(id(lf))
+        if i is None:
+            continue
+        ci, Ji = float(C[i, 0]), jac[i, :, 0]
+        if not np.all(np.isfinite(Ji)):
+            continue
+        scale = 1e-6 * max(1.0, float(np.abs(Ji).max()) * max(1.0, float(np.abs(x).max())))
+        if lf.kind == "eq":
+            cols += [Ji, -Ji]
+            owner += [(j, 1.0), (j, -1.0)]
+        elif ci >= -scale:
+            cols.append(Ji)
+            owner.append((j, 1.0))
+    w = np.maximum(problem.upper - problem.lower, 1e-300)
+    for k in range(problem.n):
+        if x[k] - problem.lower[k] <= 1e-9 * w[k]:
+            cols.append(-np.eye(problem.n)[k])
+            owner.append((None, 0.0))
+        if problem.upper[k] - x[k] <= 1e-9 * w[k]:
+            cols.append(np.eye(problem.n)[k])
+            owner.append((None, 0.0))
+    lam = np.zeros(len(leaves))
+    if not cols or not np.all(np.isfinite(g)):
+        return lam
+    sol, _ = nnls(np.array(cols).T, -g)
+    for (j, sgn), v in zip(owner, sol):
+        if j is not None:
+            lam[j] += sgn * v
+    return lam
 
 
 def _bisect(lo, hi, score, integer):
@@ -308,7 +367,7 @@ def certify_result(result, problem, pvec, opts, dev, t_start: float):
     if auto and (problem.n > AUTO_MAX_VARS or problem.has_vector_variables):
         return result
     inc = result.fun if result.feasible else math.nan
-    cert = certify(problem, pvec, inc, gap=target,
+    cert = certify(problem, pvec, inc, result.x_array, gap=target,
                    time_limit=seconds if seconds is not None else opts.certify_time,
                    device=dev)
     timings = dict(result.timings)
