@@ -42,7 +42,11 @@ def _linear_bound(leaf: Leaf, scalars: set):
     return v, ("hi" if fa > 0 else "lo"), val, leaf.kind == "lt"
 
 
-def make_bounds(variables, layout, constraints, bounds, default_bound, parameters):
+def make_bounds(variables, layout, constraints, bounds, default_bound, parameters,
+                eq_tol: float = 1e-4):
+    """The search box: ``(lower, upper, integer, box, proof)``; ``proof`` is an
+    :class:`~._fbbt.InfeasibilityProof` when propagation shows the constraints admit no
+    point (the box is then left as it was before propagation)."""
     if not (math.isfinite(default_bound) and default_bound > 0):
         raise ProblemError(f"default_bound must be a finite number > 0, got {default_bound}")
     scalars = {b.symbol for b in layout.blocks if b.shape == ()}
@@ -104,6 +108,8 @@ def make_bounds(variables, layout, constraints, bounds, default_bound, parameter
             if lo[s] > hi[s]:
                 raise ProblemError(f"lower bound of {s} ({lo[s]}) is above its upper bound "
                                    f"({hi[s]})")
+    lo, hi, strict_lo, strict_hi, proof = _tighten(variables, layout, constraints, lo, hi,
+                                                   strict_lo, strict_hi, eq_tol)
     missing = []
     box = {}
     n = sum(b.size for b in layout.blocks)
@@ -131,8 +137,44 @@ def make_bounds(variables, layout, constraints, bounds, default_bound, parameter
         lower[sl], upper[sl] = a, z
         integer[sl] = is_integer(v)
         box[v] = (a, z)
-    if missing:
+    if missing and proof is None:
         warnings.warn(f"no finite bound on some side of {', '.join(missing)}: searching the "
                       f"default box (see Problem.bounds); pass bounds= to choose it",
                       BoundsWarning, stacklevel=4)
-    return lower, upper, integer, box
+    return lower, upper, integer, box, proof
+
+
+def _tighten(variables, layout, constraints, lo, hi, strict_lo, strict_hi, eq_tol):
+    """Bounds implied by the constraints (FBBT, see :mod:`._fbbt`) for scalar variables.
+
+    A side moves only when propagation improves it by more than 1e-9 of the width (so
+    rounding-level changes never perturb a given box).
+    """
+    from ._fbbt import propagate
+
+    n = sum(b.size for b in layout.blocks)
+    if not constraints or n > 100_000:
+        return lo, hi, strict_lo, strict_hi, None
+    a, z = np.empty(n), np.empty(n)
+    integer = np.zeros(n, dtype=bool)
+    for b in layout.blocks:
+        sl = slice(b.offset, b.offset + b.size)
+        a[sl], z[sl], integer[sl] = lo[b.symbol], hi[b.symbol], is_integer(b.symbol)
+    res = propagate(layout, constraints, a, z, integer, eq_tol, None, variables)
+    if res.proof is not None:
+        return lo, hi, strict_lo, strict_hi, res.proof
+    lo, hi = dict(lo), dict(hi)
+    strict_lo, strict_hi = set(strict_lo), set(strict_hi)
+    for b in layout.blocks:
+        if b.shape != ():
+            continue
+        v, k = b.symbol, b.offset
+        new_lo, new_hi = float(res.lo[k]), float(res.hi[k])
+        w = min(hi[v] - lo[v], new_hi - new_lo)
+        if new_lo > lo[v] and (not math.isfinite(lo[v]) or new_lo - lo[v] > 1e-9 * w):
+            lo[v] = new_lo
+            strict_lo.discard(v)
+        if new_hi < hi[v] and (not math.isfinite(hi[v]) or hi[v] - new_hi > 1e-9 * w):
+            hi[v] = new_hi
+            strict_hi.discard(v)
+    return lo, hi, strict_lo, strict_hi, None

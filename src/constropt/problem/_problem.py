@@ -144,9 +144,9 @@ class Problem:
                                "nor the constraints contain a symbol that is not a parameter; "
                                "pass variables=[...] or use a symbol in the objective")
         self._layout = _make_layout(self._variables, tuple(self._parameters))
-        self._lower, self._upper, self._integer, self._box = make_bounds(
+        self._lower, self._upper, self._integer, self._box, self._proof = make_bounds(
             self._variables, self._layout, self._constraints, bounds, float(default_bound),
-            self._parameters)
+            self._parameters, eq_tol=self._eq_tol)
         self._lowering = Lowering(self._objective, self._constraints, self._layout,
                                   self._maximize)
 
@@ -175,6 +175,13 @@ class Problem:
     def bounds(self) -> MappingProxyType:
         """The search box ``{symbol: (lo, hi)}`` actually used (read-only)."""
         return MappingProxyType(dict(self._box))
+
+    @property
+    def infeasibility_proof(self):
+        """An :class:`~constropt.problem._fbbt.InfeasibilityProof` when bound propagation
+        showed that no point satisfies the constraints (for every parameter value); else
+        None.  ``solve`` then returns status ``INFEASIBLE`` without searching."""
+        return self._proof
 
     @property
     def maximize(self) -> bool:

@@ -200,6 +200,16 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
                           default_bound=opts.default_bound)
         t_lower = time.perf_counter() - t0
     pvec = problem.parameter_vector(opts.parameters if isinstance(objective, Problem) else None)
+    from ..problem._fbbt import prove_infeasible
+
+    proof = prove_infeasible(problem, pvec)
+    if proof is not None:  # bound propagation emptied the box: no search to run
+        from ._certify import proof_result
+
+        result = proof_result(problem, proof, pvec, seed, str(dev), t_start, t_lower)
+        if opts.throw:
+            raise SolveFailedError(f"solve failed: {result.message}", result)
+        return result
     settings = {"seed": seed, "device": str(dev), "dtype": dtype, "compile": compile,
                 "cross_check": cross_check, "pvec": pvec,
                 "options": {k: v for k, v in vars(opts).items()
@@ -307,6 +317,10 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
         timings["cross_check"] = time.perf_counter() - t0
         timings["total"] = time.perf_counter() - t_start
         result = replace(result, cross_check=cc, timings=timings)
+    if opts.certify:
+        from ._certify import certify_result
+
+        result = certify_result(result, problem, pvec, opts, dev, t_start)
     if opts.throw and not result.success:
         raise SolveFailedError(f"solve failed: {result.message}", result)
     return result
