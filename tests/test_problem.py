@@ -178,7 +178,10 @@ def test_stray_symbol_with_explicit_variables():
 def test_missing_bound_warns_with_the_name():
     with pytest.warns(BoundsWarning, match="no finite bound on some side of y"):
         p = constropt.Problem(x + y, [y >= 0], bounds={x: (0, 1)})
-    assert p.bounds[y] == (0.0, 1000.0)
+    assert p.bounds[y] == (0.0, 10.0)  # the problem's numbers are at most 1: scale 1
+    with pytest.warns(BoundsWarning):
+        q = constropt.Problem(x + y, [y >= 0], bounds={x: (0, 1)}, default_bound=1000)
+    assert q.bounds[y] == (0.0, 1000.0)
 
 
 def test_unknown_device():

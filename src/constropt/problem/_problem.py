@@ -18,14 +18,13 @@ import sympy as sp
 
 from .._errors import ProblemError
 from ..lowering import Block, Layout, Lowering
-from ._bounds import BoundsWarning, make_bounds
+from ._bounds import DEFAULT_BOUND, BoundsWarning, make_bounds, parameter_bound_constraints
 from ._constraints import Constraint, Leaf, normalize_constraint
 from ._evaluate import Evaluation
 
 __all__ = ["Problem", "Evaluation", "BoundsWarning", "DEFAULT_BOUND"]
 
 #: Half-width of the box used for a variable side that has no finite bound.
-DEFAULT_BOUND = 1000.0
 
 _VECTOR_TYPES = (sp.IndexedBase, sp.MatrixSymbol)
 
@@ -86,7 +85,10 @@ class Problem:
         that is not a parameter, in natural name order (``x2`` before ``x10``).
     bounds : dict, optional
         ``{symbol: (lo, hi)}``; either side may be ``None``.  Overrides the bounds that
-        constropt extracts from single-variable linear constraints.
+        constropt extracts from single-variable linear constraints.  A side may be a
+        sympy expression in the parameters (``{x: (-r, r)}``): it is also added to the
+        constraints (``x >= -r``, ``x <= r``), and each solve searches the box of the
+        parameter values it is given (``solve_batch``: the hull over the instances).
     maximize : bool, optional
         Maximize instead of minimize.
     parameters : dict, optional
@@ -95,9 +97,14 @@ class Problem:
     eq_tol : float, optional
         Tolerance for equality constraints: ``|h(x)| <= eq_tol`` counts as satisfied.
     default_bound : float, optional
-        A side without a finite bound is placed at ``-default_bound``/``+default_bound``
-        (moved out to the other side ``-/+ default_bound`` if that is beyond), with a
-        :class:`BoundsWarning` naming the variable.
+        Half-width of the initial search box on a side without a finite bound (a
+        :class:`BoundsWarning` names the variable): ``[-d, d]`` when both sides are open,
+        the other side ``+/- max(d, |other side|)`` when one is.  Default: ten times the
+        magnitude of the problem's constants and bounds (clipped to [10, 1000],
+        ``DEFAULT_BOUND``).  Such a side, and a given side beyond ``1e6`` in magnitude, is
+        *soft*: :func:`solve` expands it tenfold (up to 4 times, then to a huge given
+        side's value) while the best point presses on it with the objective improving
+        outward, and reports ``UNBOUNDED`` if an open side is still pressed after that.
 
     Attributes
     ----------
@@ -113,7 +120,7 @@ class Problem:
 
     def __init__(self, objective, constraints=(), *, variables=None, bounds=None,
                  maximize: bool = False, parameters=None, eq_tol: float = 1e-4,
-                 default_bound: float = DEFAULT_BOUND):
+                 default_bound: float | None = None):
         self._objective = _check_objective(objective)
         if isinstance(constraints, (sp.Basic, bool)):
             constraints = [constraints]
@@ -144,9 +151,13 @@ class Problem:
                                "nor the constraints contain a symbol that is not a parameter; "
                                "pass variables=[...] or use a symbol in the objective")
         self._layout = _make_layout(self._variables, tuple(self._parameters))
-        self._lower, self._upper, self._integer, self._box, self._proof = make_bounds(
-            self._variables, self._layout, self._constraints, bounds, float(default_bound),
-            self._parameters, eq_tol=self._eq_tol)
+        (self._lower, self._upper, self._integer, self._box, self._soft,
+         self._param_bounds, self._proof) = make_bounds(
+            self._variables, self._layout, self._constraints, bounds, default_bound,
+            self._parameters, exprs, eq_tol=self._eq_tol)
+        extra = parameter_bound_constraints(self._param_bounds)
+        self._constraints += tuple(normalize_constraint(c, len(self._constraints) + i)
+                                   for i, c in enumerate(extra))
         self._lowering = Lowering(self._objective, self._constraints, self._layout,
                                   self._maximize)
 
@@ -338,7 +349,7 @@ class Problem:
             Draw into these axes instead of a new figure.
         limits : dict, optional
             ``{symbol: (lo, hi)}``: the plotted window, overriding the box per variable
-            (useful when a side got the default bound of +/-1000).
+            (useful when a side got a default bound).
         parameters : dict, optional
             Parameter values overriding the problem's own.
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .._errors import OptionError, ProblemError
+from ..problem._bounds import parameter_box
 from ..problem._problem import Problem
 from ._options import SolveOptions, refuse_problem_options
 from ._result import History, Result, Status
@@ -153,6 +154,7 @@ def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None
     dev = resolve_device(device)
     seed = _seed(seed)
     M, pdict = _param_matrix(problem, parameters)
+    problem = parameter_box(problem, M)  # the hull of per-instance bounds (also constraints)
     B, n = M.shape[1], problem.n
     S = opts.pop_size or int(min(200, max(30, 10 * n)))
     wdtype = resolve_dtype(dtype, dev, S * n * B)

@@ -62,8 +62,9 @@ class SolveOptions:
         Raise :class:`SolveFailedError` instead of returning an unsuccessful result.
     check_every : int
         Generations between device synchronisations (termination checks).
-    default_bound : float
-        Default half-width for unbounded variable sides (see :class:`Problem`).
+    default_bound : float or None
+        Half-width of the initial box on sides without a bound; None (default) chooses it
+        from the problem's scale (see :class:`Problem`).
     p_mut : float or None
         Per-gene mutation probability; default ``1 / n`` clipped to [0.05, 0.5].
     eta_c, eta_m : float
@@ -126,7 +127,7 @@ class SolveOptions:
     parameters: dict | None = None
     throw: bool = False
     check_every: int = 10
-    default_bound: float = 1000.0
+    default_bound: float | None = None
     p_mut: float | None = None
     eta_c: float = 15.0
     eta_m: float = 20.0
@@ -185,7 +186,7 @@ class SolveOptions:
             raise OptionError(f"pop_size must be at least 4, got {self.pop_size}")
         for name in ("time_limit", "ftol", "eq_tol", "default_bound", "eta_c", "eta_m"):
             v = getattr(self, name)
-            if v is None and name == "time_limit":
+            if v is None and name in ("time_limit", "default_bound"):
                 continue
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
                     or v < 0 or (v == 0 and name in ("time_limit", "default_bound")):

@@ -223,15 +223,32 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
 POLISH_TIME_SHARE = 0.1
 
 
+def _remaining(opts, nfev: int, seconds: float):
+    """``opts`` with the budgets left after ``nfev`` evaluations and ``seconds`` of
+    search and polish (each expansion of the box runs a new search within them)."""
+    if nfev == 0:
+        return opts
+    left = {}
+    if opts.max_evals is not None:
+        left["max_evals"] = max(0, opts.max_evals - nfev)
+    if opts.time_limit is not None:
+        left["time_limit"] = max(1e-9, opts.time_limit - seconds)
+    return replace(opts, **left) if left else opts
+
+
 def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_start, spent,
              settings, resume=None) -> Result:
     """Search, polish, check and build the Result (shared by solve and resume).
 
     ``spent``: seconds already spent by part (``import``, ``lowering``), from
     ``t_start``.  ``time_limit`` is a deadline for the whole call: the search stops at
-    it less a share kept for the polish, and the polish stops at it.
+    it less a share kept for the polish, and the polish stops at it.  Soft sides of the
+    box expand while the best point presses on them (each expansion a new search within
+    the budgets left).
     """
     from ..engine._backend import resolve_dtype
+    from ..problem._bounds import parameter_box
+    from ._expand import MAX_EXPANSIONS, describe, expand, pressed_sides
     from ._search import default_pop_size, run_search
 
     if opts.checkpoint is not None:  # fail now, not after the whole search
@@ -239,6 +256,7 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
 
         check_writable(opts.checkpoint)
     deadline = None if opts.time_limit is None else t_start + opts.time_limit
+    problem = parameter_box(problem, pvec)  # bounds that depend on parameters follow them
     n = problem.n
     S = opts.pop_size or default_pop_size(opts.algorithm, n)
     S += S % 2
@@ -248,21 +266,49 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
     search_deadline = None
     if deadline is not None:
         search_deadline = deadline - (POLISH_TIME_SHARE * opts.time_limit if opts.polish else 0)
-    out, compile_s = run_search(problem, opts, dev, wdtype, use_compile, seed, pvec, S,
-                                resume=resume, settings=settings, deadline=search_deadline)
-    search_s = out.seconds - before  # this call's share (a resumed run counts on)
-    best = out.best_x.double().cpu().numpy()
-    f_best, V_best = check_point(problem, best, pvec)
-    nfev = out.nfev + 1  # the float64 check is an evaluation too
-
-    t_pol = time.perf_counter()
-    reason = out.reason
-    if opts.polish and n <= 2000 and out.reason not in (Status.UNBOUNDED, Status.INTERRUPTED):
-        best, f_best, V_best, nfev, stopped = _polish_stage(
-            problem, out, best, f_best, V_best, pvec, opts.max_evals, nfev, deadline=deadline)
-        if stopped is not None:
-            reason = stopped
-    polish_s = time.perf_counter() - t_pol
+    # soft sides expand while the best point presses on them; a checkpointed (or resumed)
+    # run is one search, so that resuming ends exactly where the uninterrupted run does
+    expandable = problem._soft.any and resume is None and opts.checkpoint is None
+    box, rounds, nfev, nit, compile_s, polish_s, search_s = problem, 0, 0, 0, 0.0, 0.0, 0.0
+    hist, pressed, reason = [], None, None
+    while True:
+        ropts = _remaining(opts, nfev, search_s + polish_s)
+        out, c_s = run_search(box, ropts, dev, wdtype, use_compile, seed, pvec, S,
+                              resume=resume, settings=settings, deadline=search_deadline)
+        compile_s, nit = compile_s + c_s, nit + out.nit
+        search_s += out.seconds - before  # this call's share (a resumed run counts on)
+        hist.append((nfev + out.hist_nfev, out.hist_f, out.hist_cv))
+        best = out.best_x.double().cpu().numpy()
+        f_best, V_best = check_point(problem, best, pvec)
+        base, nfev = nfev, nfev + out.nfev + 1  # the float64 check is an evaluation too
+        reason = out.reason
+        t_pol = time.perf_counter()
+        if opts.polish and n <= 2000 and out.reason not in (Status.UNBOUNDED,
+                                                            Status.INTERRUPTED):
+            budget = None if opts.max_evals is None else opts.max_evals - base
+            best, f_best, V_best, used, stopped = _polish_stage(
+                box, out, best, f_best, V_best, pvec, budget, nfev - base, deadline=deadline)
+            nfev = base + used
+            if stopped is not None:
+                reason = stopped
+        polish_s += time.perf_counter() - t_pol
+        pressed = None
+        if not (expandable and np.all(V_best == 0) and np.isfinite(f_best)) or \
+                reason in (Status.INTERRUPTED, Status.CALLBACK, Status.TARGET,
+                           Status.UNBOUNDED, Status.TIME_LIMIT):
+            break
+        lo_m, hi_m, used = pressed_sides(problem, box, best, f_best, pvec)
+        nfev += used
+        if not (lo_m.any() or hi_m.any()):
+            break
+        pressed = (lo_m, hi_m)
+        room = _remaining(opts, nfev, search_s + polish_s)
+        if rounds == MAX_EXPANSIONS or (room.max_evals is not None and
+                                            room.max_evals < 2 * S) or \
+                (room.time_limit is not None and room.time_limit <= 0):
+            break
+        box = expand(problem, box, lo_m, hi_m, last=rounds == MAX_EXPANSIONS - 1)
+        rounds += 1
     t_check = time.perf_counter()
 
     checked = certify(problem, best, pvec, f_best, V_best)  # exact arithmetic (Arb balls)
@@ -280,20 +326,29 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
         message = reason.value
         fmin = -f_best if problem.maximize else f_best
         unbounded = fmin <= -UNBOUNDED_LEVEL
-        probe_cost = 2 * int((~problem.integer).sum()) * 45 + 1
+        probe_cost = 2 * int((~problem.integer).sum()) * (45 + 330) + 1
         if not unbounded and reason is not Status.TARGET and problem.n <= 2000 and (
                 opts.max_evals is None or nfev + probe_cost <= opts.max_evals):
-            unbounded, used = diverges(problem, best, pvec)
+            unbounded, used = diverges(box, best, pvec)
             nfev += used
         if unbounded and reason is not Status.TARGET:
             status = Status.UNBOUNDED
             message = (f"{Status.UNBOUNDED.value} (best objective {f_best:.3g}; the "
-                       "objective diverges inside the box)")
+                       "objective diverges inside the box or as x approaches its edge)")
+        elif pressed is not None:
+            status = Status.UNBOUNDED
+            message = (f"{Status.UNBOUNDED.value}: the best point presses on the default box "
+                       f"side of {describe(problem, box, *pressed)} after {rounds} "
+                       f"expansion{'s' if rounds != 1 else ''}, and the objective still "
+                       f"improves beyond it (best objective {f_best:.6g}). The problem is "
+                       "unbounded, or its optimum lies far outside the problem's scale: "
+                       "pass bounds= to search there")
     if feasible and not (problem.objective.free_symbols & set(problem.variables)) and \
             not problem.objective.atoms(sp.Indexed, sp.MatrixSymbol):
         message += "; the objective is constant: any feasible point is optimal"
     sign = -1.0 if problem.maximize else 1.0
-    hist = History(out.hist_nfev, sign * out.hist_f, out.hist_cv)
+    hist = History(*(np.concatenate([h[k] for h in hist]) for k in range(3)))
+    hist = History(hist.nfev, sign * hist.fun, hist.cv)
     timings = {"import": spent.get("import", 0.0), "lowering": spent.get("lowering", 0.0),
                "setup": 0.0, "compile": compile_s, "search": search_s, "polish": polish_s,
                "check": time.perf_counter() - t_check}
@@ -305,9 +360,10 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
         x=_point_dict(problem, best, checked.genes), x_array=best, variables=problem.variables,
         fun=f_best, feasible=feasible, maxcv=float(V_best.max()) if V_best.size else 0.0,
         violations=V_best, success=feasible and not status.failed, status=status,
-        message=message, nit=out.nit, nfev=nfev, seed=seed, device=str(dev),
+        message=message, nit=nit, nfev=nfev, seed=seed, device=str(dev),
         timings=timings,
-        history=hist, problem=problem, verification=checked.verification)
+        history=hist, problem=box if rounds else problem,
+        verification=checked.verification)
     if cross_check:
         from ._crosscheck import cross_check as _cc
 

@@ -88,4 +88,51 @@ def diverges(problem, x: np.ndarray, pvec: np.ndarray) -> tuple[bool, int]:
         if end[j] > 0 and feas[:, j].all() and np.all(np.diff(r) < 0) and r[-1] < f0 and \
                 (r[-1] == -np.inf or abs(r[-1] - r[0]) > 1e6 * max(1.0, abs(r[0]))):
             return True, used
-    return False, used
+    width = np.concatenate([problem.upper[free] - problem.lower[free]] * 2)
+    at_edge = tmax <= 1e-6 * width  # on the edge (a strict one: a hair inside it)
+    verdict, more = _diverges_at_edge(problem, x, pvec, dirs[at_edge], sgn[at_edge],
+                                      width[at_edge])
+    return verdict, used + more
+
+
+#: Decades of approach to an edge that must keep improving the objective by a steady step.
+_DECADES = 10
+
+
+def _diverges_at_edge(problem, x, pvec, dirs, sgn, width) -> tuple[bool, int]:
+    """A point sitting on a box edge where the objective falls by a steady amount per
+    decade of approach (``log(x)`` at ``x -> 0+``: by ``ln 10`` each) diverges there, even
+    though float64 stops it at a finite value (-744 at the smallest subnormal).
+
+    Along each direction, points at distances ``width * 10**-k`` inside the edge
+    (``k = 1 ... 330``, those distinct from the edge in float64) must all be feasible, and
+    over the last ``_DECADES`` of them the objective must fall every decade by at least
+    ``1e-3 * max(1, |f|)``, each step at least half the previous one (a bounded function
+    converges: its steps shrink).  Returns ``(verdict, points evaluated)``.
+    """
+    if dirs.size == 0:
+        return False, 0
+    sign = -1.0 if problem.maximize else 1.0
+    k = np.arange(1, 331, dtype=np.float64)
+    edge = np.where(sgn < 0, problem.lower[dirs], problem.upper[dirs])     # (D,)
+    d = width[:, None] * 10.0 ** -k[None, :]                              # (D, K)
+    coord = edge[:, None] - sgn[:, None] * d
+    distinct = coord != edge[:, None]
+    pts = np.repeat(x[:, None], coord.size, axis=1)
+    rows = np.repeat(dirs, k.size)
+    pts[rows, np.arange(coord.size)] = coord.reshape(-1)
+    f, V = report_numpy(problem, pts, pvec)
+    r = (sign * f).reshape(coord.shape)
+    ok = (V == 0).all(axis=0).reshape(coord.shape)
+    for j in range(dirs.size):
+        valid = np.flatnonzero(distinct[j])
+        if valid.size < _DECADES + 1 or not ok[j, valid].all():
+            continue
+        tail = r[j, valid[-(_DECADES + 1):]]
+        if not np.all(np.isfinite(tail)):
+            continue
+        steps = -np.diff(tail)  # improvement per decade toward the edge
+        if np.all(steps >= 1e-3 * np.maximum(1.0, np.abs(tail[1:]))) and \
+                np.all(steps[1:] >= 0.5 * steps[:-1]):
+            return True, int(coord.size)
+    return False, int(coord.size)

@@ -139,3 +139,109 @@ def test_problem_options_beside_a_ready_problem_are_refused(options):
     q = constropt.Problem(x**2 + R, bounds={x: (-2, 2)}, parameters={R: 0.0})
     with pytest.raises(constropt.OptionError, match="solve_batch: "):
         constropt.solve_batch(q, {R: np.array([1.0, 2.0])}, **options)
+
+
+# -- huge boxes, unboundedness and the default box ------------------------------------------
+@pytest.mark.parametrize("edge", [1e300, 1e200, 1e160, 1e150])
+def test_huge_box_finds_the_minimum(edge):
+    # a population spread over the box overflows (x - 1)**4 everywhere: today's main
+    # reported success with fun=inf
+    f = (x - 1) ** 4 + y**2 + sp.Rational(1, 2)
+    res = constropt.solve(f, bounds={x: (-edge, edge), y: (-edge, edge)}, seed=0)
+    assert res.success and np.isfinite(res.fun)
+    assert res.fun == pytest.approx(0.5, abs=1e-9)  # SLSQP's ftol on a unit-scale problem
+    assert res.x[x] == pytest.approx(1.0, abs=1e-2)  # a quartic is flat: x to fun's 4th root
+    assert res.x[y] == pytest.approx(0.0, abs=1e-4)
+
+
+def test_huge_box_optimum_on_its_far_edge_is_reached():
+    # the optimum is the huge given side itself: the box expands up to it
+    res = constropt.solve(-sp.log(x), bounds={x: (1, 1e200)}, seed=0)
+    assert res.success and res.x[x] == pytest.approx(1e200, rel=1e-9)
+    assert res.fun == pytest.approx(-200 * np.log(10), rel=1e-12)
+
+
+def test_log_unbounded_at_a_strict_edge():
+    res = constropt.solve(sp.log(x), [x > 0, x <= 1], seed=0)
+    assert res.feasible and not res.success and res.status is constropt.Status.UNBOUNDED
+
+
+@pytest.mark.parametrize("objective", [x * sp.log(x), sp.sqrt(x)])
+def test_bounded_objectives_at_or_near_a_strict_edge_are_not_unbounded(objective):
+    res = constropt.solve(objective, [x > 0, x <= 1], seed=0)
+    want = -1 / np.e if objective.has(sp.log) else 0.0
+    assert res.success and res.fun == pytest.approx(want, abs=1e-6)  # sqrt: 1e-6 at 1e-12
+
+
+def test_pressing_on_a_default_side_is_reported_unbounded():
+    with pytest.warns(constropt.BoundsWarning):
+        res = constropt.solve(x, [x <= 5], seed=0)
+    assert res.feasible and not res.success and res.status is constropt.Status.UNBOUNDED
+    assert "presses on the default box side of x (lower side" in res.message
+    assert "after 4 expansions" in res.message
+
+
+def test_one_sided_bound_with_the_optimum_near_the_origin():
+    # HS2 (Hock & Schittkowski): Rosenbrock with y >= 1.5 only; x has no bound at all.
+    # Optimum (1.2243707487, 1.5), f = 0.0504261879 (published).
+    f = 100 * (y - x**2) ** 2 + (1 - x) ** 2
+    with pytest.warns(constropt.BoundsWarning):
+        res = constropt.solve(f, [y >= 1.5], seed=0)
+    assert res.success and res.fun == pytest.approx(0.0504261879, abs=1e-8)
+    assert res.x[x] == pytest.approx(1.2243707487, abs=1e-5)
+
+
+def test_narrow_well_near_the_origin_with_a_one_sided_bound():
+    # y >= -2 only, x open: in +-1000 the well (radius ~3) holds no individual of the
+    # population and the objective is 1 everywhere (main returned fun=1.0 at x=940)
+    f = 1 - sp.exp(-(x - 1) ** 2 - (y - sp.Rational(1, 2)) ** 2)
+    with pytest.warns(constropt.BoundsWarning):
+        res = constropt.solve(f, [y >= -2], seed=0)
+    assert res.success and res.fun == pytest.approx(0.0, abs=1e-10)
+    assert res.x[x] == pytest.approx(1.0, abs=1e-4) and res.x[y] == pytest.approx(0.5, abs=1e-4)
+
+
+def test_default_box_expands_to_a_far_optimum():
+    # the problem's scale is 1 (box [-10, 10]); the optimum at x = 300 is found by expansion
+    f = (x / 100 - 3) ** 2
+    with pytest.warns(constropt.BoundsWarning):
+        res = constropt.solve(f, seed=0)
+    assert res.success and res.x[x] == pytest.approx(300.0, abs=1e-3)
+    lo, hi = res.problem.bounds[x]
+    assert lo < 300 < hi
+
+
+# -- bounds that depend on parameters follow them ---------------------------------------------
+PARAM_FILE = """
+objective = "-x - y"
+[variables]
+x = { lower = "-r", upper = "r" }
+y = [0, "2*r"]
+[parameters]
+r = 2
+"""
+
+
+def test_file_bounds_follow_the_parameters_in_solve_and_solve_batch():
+    from constropt.files import loads_problem
+
+    spec = loads_problem(PARAM_FILE)
+    r = next(iter(spec.parameters))
+    assert spec.bounds[spec.variables[0]] == (-r, r)  # kept as expressions, not 2.0
+    p = spec.to_problem()
+    for value in (2.0, 3.0, 0.5):  # optimum x = r, y = 2r: f = -3r
+        res = constropt.solve(p, parameters={r: value}, seed=0)
+        assert res.success and res.fun == pytest.approx(-3 * value, abs=1e-9)
+    br = constropt.solve_batch(p, {r: np.array([1.0, 2.0, 3.0])}, seed=0)
+    np.testing.assert_allclose([q.fun for q in br.results], [-3.0, -6.0, -9.0], atol=1e-6)
+    assert all(q.success for q in br.results)
+
+
+def test_problem_bounds_in_parameters():
+    p = constropt.Problem(-x, bounds={x: (-R, R)}, parameters={R: 1.0})
+    assert p.constraints == (x >= -R, x <= R)  # also constraints: per instance in a batch
+    assert constropt.solve(p, parameters={R: 4.0}, seed=0).fun == pytest.approx(-4.0)
+    with pytest.raises(constropt.ProblemError, match="bounds of x are empty"):
+        constropt.solve(p, parameters={R: -1.0}, seed=0)
+    with pytest.raises(constropt.ProblemError, match="depends on y, which is not a parameter"):
+        constropt.Problem(x**2, bounds={x: (-y, 1)}, variables=[x])
