@@ -404,29 +404,32 @@ class IntervalModel:
         self.leaf_nodes = tuple(g.lower(lf.expr) for lf in leaves)
         self.leaves = tuple(leaves)
         self.grad = self.lagrangian = self.lag_grad = None
+        self.lag_leaves: tuple = ()
+        self.jac: tuple = ()
         roots = ([] if self.f is None else [self.f]) + list(self.leaf_nodes)
         if gradient and objective is not None and all(b.shape == () for b in layout.blocks):
-            from .._errors import UnsupportedExpressionError
-            from ._derivatives import SymbolicDerivative
-
-            syms = [b.symbol for b in layout.blocks]
-            d = SymbolicDerivative(syms)
-            try:
-                self.grad = tuple(g.lower(d(objective, s)) for s in syms)
-                jac = [[g.lower(d(lf.expr, s)) for s in syms] for lf in leaves]
-            except UnsupportedExpressionError:
-                self.grad = None
+            nvar = len(layout.blocks)
+            smooth = IntervalProgram(g, roots)
+            # the Lagrangian takes the smooth leaves only (others keep lam = 0)
+            self.lag_leaves = tuple(i for i, c in enumerate(self.leaf_nodes)
+                                    if smooth.is_smooth(c))
+            self.grad = graph_gradient(g, self.f, nvar)
+            jac = [graph_gradient(g, self.leaf_nodes[i], nvar) for i in self.lag_leaves]
+            if any(row is None for row in jac):
+                self.lag_leaves, jac = (), []
+            self.jac = tuple(jac)
             if self.grad is not None:
                 roots += list(self.grad)
-                if leaves:
-                    lam = [g.lower(s) for s in lams]
+                if self.lag_leaves:
+                    lam = [g.lower(lams[i]) for i in self.lag_leaves]
                     self.lagrangian = g.node("add", self.f, *[
-                        g.node("mul", lam_i, c) for lam_i, c in zip(lam, self.leaf_nodes)])
+                        g.node("mul", lam_i, self.leaf_nodes[i])
+                        for lam_i, i in zip(lam, self.lag_leaves)])
                     self.lag_grad = tuple(
                         g.node("add", self.grad[k], *[g.node("mul", lam_i, row[k])
                                                       for lam_i, row in zip(lam, jac)])
-                        for k in range(len(syms)))
-                    roots += [self.lagrangian, *self.lag_grad]
+                        for k in range(nvar))
+                    roots += [self.lagrangian, *self.lag_grad] + [n for r in jac for n in r]
         self.program = IntervalProgram(g, roots)
 
     def leaf_targets(self, eq_tol: float, like=None):
@@ -512,6 +515,106 @@ class IntervalModel:
                 sc = torch.stack(mags) * width
                 score = torch.where(torch.isfinite(sc) & (sc > 0), sc, width)
         return lower, (width if score is None else score)
+
+
+def graph_gradient(g: Graph, root: int, nvar: int):
+    """Exact gradient of node ``root`` with respect to the scalar variables (rows
+    ``0..nvar-1`` of ``X``) as nodes of the same graph, by reverse-mode differentiation
+    over the hash-consed graph (linear in its size, no sympy); None when the root
+    depends on an operation without a derivative rule here (jumps, ``Piecewise``,
+    summation bodies)."""
+    order = reachable(g, [root])
+    adj: dict = {root: g.const(1.0)}
+
+    def acc(n, term):
+        adj[n] = term if n not in adj else g.node("add", adj[n], term)
+
+    def mul(*xs):
+        xs = [x for x in xs if not (g.is_const(x) and g.value(x) == 1.0)]
+        if any(g.is_const(x) and g.value(x) == 0.0 for x in xs):
+            return g.const(0.0)
+        return xs[0] if len(xs) == 1 else g.node("mul", *xs) if xs else g.const(1.0)
+
+    one = g.const(1.0)
+    for n in reversed(order):
+        a_n = adj.get(n)
+        if a_n is None:
+            continue
+        key = g.nodes[n]
+        op = key[0]
+        if op in ("const", "param", "var"):
+            continue
+        args = g.operands(key)
+        if op == "add":
+            for a in args:
+                acc(a, a_n)
+        elif op == "neg":
+            acc(args[0], g.node("neg", a_n))
+        elif op == "mul":
+            for i, a in enumerate(args):
+                acc(a, mul(a_n, *[b for j, b in enumerate(args) if j != i]))
+        elif op == "div":
+            a, b = args
+            acc(a, g.node("div", a_n, b))
+            acc(b, g.node("neg", g.node("div", mul(a_n, n), b)))
+        elif op == "recip":
+            acc(args[0], g.node("neg", mul(a_n, g.node("powi", n, 2))))
+        elif op == "powi":
+            k = key[2]
+            base = args[0] if k == 2 else g.node("powi", args[0], k - 1)
+            acc(args[0], mul(g.const(float(k)), a_n, base))
+        elif op == "powf":
+            e = key[2]
+            acc(args[0], mul(g.const(e), a_n, g.node("powf", args[0], e - 1.0)))
+        elif op == "fn":
+            d = _fn_derivative(g, key[1], args[0], n, one)
+            if d is None:
+                return None
+            acc(args[0], mul(a_n, d))
+        else:
+            return None
+    return tuple(adj.get(g.node("var", k), g.const(0.0)) if ("var", k) in g._ids
+                 else g.const(0.0) for k in range(nvar))
+
+
+def _fn_derivative(g: Graph, name: str, a: int, n: int, one: int):
+    """``d fn(a) / da`` as a node (``n`` is the node ``fn(a)`` itself)."""
+    sq = g.node("powi", a, 2)
+    if name == "exp":
+        return n
+    if name == "log":
+        return g.node("recip", a)
+    if name == "sqrt":
+        return g.node("recip", g.node("mul", g.const(2.0), n))
+    if name == "rsqrt":
+        return g.node("mul", g.const(-0.5), g.node("powi", n, 3))
+    if name == "sin":
+        return g.node("fn", "cos", a)
+    if name == "cos":
+        return g.node("neg", g.node("fn", "sin", a))
+    if name == "tan":
+        return g.node("add", one, g.node("powi", n, 2))
+    if name == "atan":
+        return g.node("recip", g.node("add", one, sq))
+    if name == "sinh":
+        return g.node("fn", "cosh", a)
+    if name == "cosh":
+        return g.node("fn", "sinh", a)
+    if name == "tanh":
+        return g.node("add", one, g.node("neg", g.node("powi", n, 2)))
+    if name == "asinh":
+        return g.node("fn", "rsqrt", g.node("add", sq, one))
+    if name == "acosh":
+        return g.node("fn", "rsqrt", g.node("add", sq, g.const(-1.0)))
+    if name == "atanh":
+        return g.node("recip", g.node("add", one, g.node("neg", sq)))
+    if name == "asin":
+        return g.node("fn", "rsqrt", g.node("add", one, g.node("neg", sq)))
+    if name == "acos":
+        return g.node("neg", g.node("fn", "rsqrt", g.node("add", one, g.node("neg", sq))))
+    if name == "abs":
+        return g.node("fn", "sign", a)
+    return None
 
 
 def _sp():

@@ -157,7 +157,8 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
     model = _model_cache(problem, objective, leaves, IntervalModel)
     lam = np.zeros(len(leaves))
     if x is not None and math.isfinite(U) and model.lagrangian is not None:
-        lam = multipliers(problem, pvec, np.asarray(x, dtype=np.float64), leaves)
+        lam = multipliers(model, problem, np.asarray(pvec, dtype=np.float64),
+                          np.asarray(x, dtype=np.float64))
     eq_slack = sum(abs(v) for v, lf in zip(lam, leaves) if lf.kind == "eq") * problem.eq_tol
     eq_slack = eq_slack * (1 + 1e-12)
     P = torch.as_tensor(np.concatenate([np.asarray(pvec, dtype=np.float64), lam]),
@@ -253,38 +254,43 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
                        bool(model.grad is not None and model.smooth(model.f)), box, statement)
 
 
-def multipliers(problem, pvec, x, leaves) -> np.ndarray:
-    """Lagrange multipliers of ``leaves`` at ``x`` (minimization sense): non-negative
-    least squares of ``grad f + sum_i lam_i grad c_i = 0`` over the active
+def multipliers(model, problem, pvec, x) -> np.ndarray:
+    """Lagrange multipliers of the model's smooth leaves at ``x`` (minimization sense):
+    non-negative least squares of ``grad f + sum_i lam_i grad c_i = 0`` over the active
     inequalities (``lam_i >= 0``), the equalities (either sign) and the active box
-    sides (whose multipliers are dropped: the box itself enforces them)."""
+    sides (whose multipliers are dropped: the box itself enforces them).  Gradients are
+    the model's exact ones, evaluated at the point (midpoints of point enclosures)."""
+    import torch
     from scipy.optimize import nnls
 
-    lw = problem.lowering
-    X = x.reshape(-1, 1)
-    try:
-        grad, jac = lw.derivatives("numpy")(X, pvec)
-        _, C = lw.functions("numpy")["leaves"](X, pvec)
-    except Exception:  # noqa: BLE001 - no multipliers: the bound is still rigorous
-        return np.zeros(len(leaves))
-    sign = -1.0 if problem.maximize else 1.0
-    g = sign * grad[:, 0]
-    row = {id(lf): i for i, lf in enumerate(lw.leaves)}
+    lam = np.zeros(len(model.leaves))
+    if not model.lag_leaves or model.grad is None:
+        return lam
+    X = torch.tensor(np.array(x, dtype=np.float64)).reshape(-1, 1)
+    P = torch.as_tensor(np.concatenate([pvec, lam]), dtype=torch.float64)
+    nodes = list(model.grad) + [model.leaf_nodes[i] for i in model.lag_leaves] + \
+        [n for row in model.jac for n in row]
+    vals = model.program.forward(X, X, P, only=nodes)
+
+    def mid(n):
+        iv = vals[n]
+        return float(0.5 * (iv.lo.reshape(-1)[0] + iv.hi.reshape(-1)[0]))
+
+    g = np.array([mid(n) for n in model.grad])
     cols, owner = [], []
-    for j, lf in enumerate(leaves):
-        i = row.get(id(lf))
-        if i is None:
-            continue
-        ci, Ji = float(C[i, 0]), jac[i, :, 0]
-        if not np.all(np.isfinite(Ji)):
+    for i, row in zip(model.lag_leaves, model.jac):
+        lf = model.leaves[i]
+        ci = mid(model.leaf_nodes[i])
+        Ji = np.array([mid(n) for n in row])
+        if not (np.all(np.isfinite(Ji)) and math.isfinite(ci)):
             continue
         scale = 1e-6 * max(1.0, float(np.abs(Ji).max()) * max(1.0, float(np.abs(x).max())))
         if lf.kind == "eq":
             cols += [Ji, -Ji]
-            owner += [(j, 1.0), (j, -1.0)]
+            owner += [(i, 1.0), (i, -1.0)]
         elif ci >= -scale:
             cols.append(Ji)
-            owner.append((j, 1.0))
+            owner.append((i, 1.0))
     w = np.maximum(problem.upper - problem.lower, 1e-300)
     for k in range(problem.n):
         if x[k] - problem.lower[k] <= 1e-9 * w[k]:
@@ -293,13 +299,12 @@ def multipliers(problem, pvec, x, leaves) -> np.ndarray:
         if problem.upper[k] - x[k] <= 1e-9 * w[k]:
             cols.append(np.eye(problem.n)[k])
             owner.append((None, 0.0))
-    lam = np.zeros(len(leaves))
     if not cols or not np.all(np.isfinite(g)):
         return lam
     sol, _ = nnls(np.array(cols).T, -g)
-    for (j, sgn), v in zip(owner, sol):
-        if j is not None:
-            lam[j] += sgn * v
+    for (i, sgn), v in zip(owner, sol):
+        if i is not None:
+            lam[i] += sgn * v
     return lam
 
 
