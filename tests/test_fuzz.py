@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 import sympy as sp
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import constropt
@@ -150,17 +150,26 @@ def _relation(kind, g, c):
 
 @st.composite
 def trap_problems(draw):
-    """Traps on a box of scale 1 to 1e8 with a linear objective pushing onto the
-    boundary, or mixed with the random expressions above on a small box."""
-    mixed = draw(st.integers(0, 2)) == 0
+    """Traps on a box of scale 1 to 1e8 under a linear objective, or under an objective
+    that pushes one trap against its threshold, or mixed with the random expressions
+    above on a small box."""
+    family = draw(st.integers(0, 2))
+    mixed = family == 0
+    cons = []
     if mixed:
         f = draw(exprs)
         scale = 5
     else:
         f = draw(st.sampled_from([x, -x, y, -y, x + y, x - y]))
         scale = draw(st.sampled_from([1, 10, 10**4, 10**8]))
-    cons = []
-    for _ in range(draw(st.integers(1, 3))):
+    if family == 2:  # the objective pushes a trap against its threshold: a boundary optimum
+        v = draw(st.sampled_from(VARS))
+        g = draw(st.sampled_from(_traps(v)))
+        kind = draw(st.sampled_from(["le", "lt", "ge", "gt"]))
+        cons.append(_relation(kind, g, draw(st.sampled_from(THRESHOLDS))))
+        f = -g if kind in ("le", "lt") else g
+        f = f + draw(st.sampled_from([0, x / 10**6, y / 10**6]))
+    for _ in range(draw(st.integers(0 if cons else 1, 2))):
         v = draw(st.sampled_from(VARS))
         g = draw(st.sampled_from(_traps(v)))
         if mixed and draw(st.booleans()):
@@ -200,9 +209,25 @@ def _check_exact(case):
         assert res.success is False
 
 
+_BOX = {x: (0, 10), y: (0, 10)}
+# float64 alone reports each of these feasible at a point where exact arithmetic does not
+KNOWN_LIES = [
+    (x, [x - sp.sqrt(x**2 + 1) >= -1e-9], {x: (0, 10**9), y: (0, 1)}),
+    (-x, [sp.log(1 + x) <= 1e-20], {x: (0, 1), y: (0, 1)}),
+    (x**2, [sp.sin(x) ** 2 + sp.cos(x) ** 2 > 1], {x: (-3, 3), y: (0, 1)}),
+    (x + y, [y >= sp.Rational(2, 7)], {x: (0, 1), y: (0, 1)}),
+    (-x, [(y + 1) ** 2 - y**2 - 2 * y > 1 + sp.Rational(1, 10**15)], _BOX),
+]
+
+
 @settings(max_examples=40, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(trap_problems())
+@example(KNOWN_LIES[0])
+@example(KNOWN_LIES[1])
+@example(KNOWN_LIES[2])
+@example(KNOWN_LIES[3])
+@example(KNOWN_LIES[4])
 def test_feasible_points_hold_in_exact_arithmetic(case):
     _check_exact(case)
 

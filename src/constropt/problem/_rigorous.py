@@ -17,7 +17,8 @@ settle (the argument of ``log`` straddles 0, a ``Piecewise`` condition straddles
 boundary with one branch undefined) is the NaN ball ("unknown").  Booleans are
 three-valued: ``True``, ``False``, ``None`` (unknown) or :data:`UNDEF`.
 
-The sympy trees are compiled once per problem into a flat program (iteratively, so
+The ball operations and their domains live in :mod:`._balls`.  The sympy trees are
+compiled once per problem into a flat program (iteratively, so
 deep or wide expressions never recurse); a ``Sum``/``Product`` over vector elements
 becomes a loop over a compiled body.
 """
@@ -25,321 +26,33 @@ becomes a loop over a compiled body.
 from __future__ import annotations
 
 import weakref
-from contextlib import contextmanager
 
 import sympy as sp
 from sympy.matrices.expressions.matexpr import MatrixElement
 
+from ._balls import (
+    CMPS,
+    FUNCS,
+    LOGIC,
+    UNDEF,
+    compare,
+    constant,
+    flint_module,
+    nan,
+    pow_const,
+    pow_var,
+    powi,
+    recip,
+    strict,
+    working_precision,
+)
+from ._balls import add as _add
+from ._balls import mul as _mul
+from ._balls import piecewise as _piecewise
+
 __all__ = ["UNDEF", "Program", "program_for", "working_precision", "verdict_of"]
 
 SATISFIED, VIOLATED, UNDECIDED = "satisfied", "violated", "undecided"
-
-
-class _Undef:
-    """Certainly undefined (sympy: nan, zoo or a complex value)."""
-
-    def __repr__(self) -> str:
-        return "UNDEF"
-
-
-UNDEF = _Undef()
-
-
-def _flint():
-    import flint
-
-    return flint
-
-
-@contextmanager
-def working_precision(bits: int):
-    """Set Arb's working precision (a process-wide setting) for the block."""
-    ctx = _flint().ctx
-    old = ctx.prec
-    ctx.prec = int(bits)
-    try:
-        yield
-    finally:
-        ctx.prec = old
-
-
-def _nan():
-    return _flint().arb.nan()
-
-
-# -- three-valued helpers ------------------------------------------------------------------
-def _cmp(op: str, a, b):
-    if a is UNDEF or b is UNDEF:
-        return UNDEF
-    if op == "<":
-        return True if a < b else (False if a >= b else None)
-    if op == "<=":
-        return True if a <= b else (False if a > b else None)
-    if op == ">":
-        return True if a > b else (False if a <= b else None)
-    if op == ">=":
-        return True if a >= b else (False if a < b else None)
-    if op == "==":
-        return True if a == b else (False if a != b else None)
-    return False if a == b else (True if a != b else None)  # "!="
-
-
-def _and(*v):
-    if any(a is UNDEF for a in v):
-        return UNDEF
-    if any(a is False for a in v):
-        return False
-    return True if all(a is True for a in v) else None
-
-
-def _or(*v):
-    if any(a is UNDEF for a in v):
-        return UNDEF
-    if any(a is True for a in v):
-        return True
-    return False if all(a is False for a in v) else None
-
-
-def _not(a):
-    return a if a is UNDEF or a is None else (not a)
-
-
-def _xor(*v):
-    if any(a is UNDEF for a in v):
-        return UNDEF
-    if any(a is None for a in v):
-        return None
-    return sum(map(bool, v)) % 2 == 1
-
-
-def _hull(values):
-    """Smallest ball holding every value (UNDEF among defined ones: unknown)."""
-    if all(v is UNDEF for v in values):
-        return UNDEF
-    if any(v is UNDEF for v in values):
-        return _nan()
-    out = values[0]
-    for v in values[1:]:
-        out = out.union(v)
-    return out
-
-
-def _piecewise(*vc):
-    """``vc`` = (value, condition, value, condition, ...) in sympy's order."""
-    outcomes = []
-    for k in range(0, len(vc), 2):
-        val, cond = vc[k], vc[k + 1]
-        if cond is UNDEF:
-            outcomes.append(UNDEF)
-            return _hull(outcomes)
-        if cond is True:
-            outcomes.append(val)
-            return _hull(outcomes)
-        if cond is None:
-            outcomes.append(val)
-    outcomes.append(UNDEF)  # no branch matches: undefined, as in the lowering
-    return _hull(outcomes)
-
-
-# -- arithmetic with sympy's domains ---------------------------------------------------------
-def _strict(fn):
-    def wrapped(*args):
-        for a in args:
-            if a is UNDEF:
-                return UNDEF
-        try:
-            return fn(*args)
-        except (ArithmeticError, ValueError, TypeError, OverflowError):
-            return _nan()
-    return wrapped
-
-
-def _add(*a):
-    out = a[0]
-    for v in a[1:]:
-        out = out + v
-    return out
-
-
-def _mul(*a):
-    out = a[0]
-    for v in a[1:]:
-        out = out * v
-    return out
-
-
-def _recip(a):
-    if a == 0:
-        return UNDEF  # zoo
-    if not (a != 0):
-        return _nan()
-    return 1 / a
-
-
-def _powi(a, n: int):
-    if n >= 0:
-        return a ** n
-    r = _recip(a)
-    return r if r is UNDEF else r ** (-n)
-
-
-def _pow_const(a, r, half: bool):
-    """``a ** r`` for a constant non-integer exponent ``r`` (an arb)."""
-    if a > 0:
-        return a.sqrt() if half else a ** r
-    if a == 0:
-        return UNDEF if r < 0 else a  # 0**(-r): zoo; 0**r: 0
-    if a < 0:
-        return UNDEF  # a complex principal root
-    return _nan()
-
-
-def _pow(a, b):
-    """``a ** b`` with a variable exponent."""
-    arb = _flint().arb
-    if a > 0:
-        return a ** b
-    if b.is_exact() and b.is_integer():
-        if a == 0 and b == 0:
-            return arb(1)  # sympy: 0**0 == 1
-        return _powi(a, int(b.unique_fmpz()))
-    if a == 0 and b > 0:
-        return a
-    if a == 0 and b < 0:
-        return UNDEF
-    if a < 0 and not b.contains_integer():
-        return UNDEF
-    return _nan()
-
-
-def _log(a):
-    if a > 0:
-        return a.log()
-    return UNDEF if a <= 0 else _nan()
-
-
-def _unit(method):
-    def fn(a):
-        if a >= -1 and a <= 1:
-            return getattr(a, method)()
-        return UNDEF if (a < -1 or a > 1) else _nan()
-    return fn
-
-
-def _acosh(a):
-    if a >= 1:
-        return a.acosh()
-    return UNDEF if a < 1 else _nan()
-
-
-def _atanh(a):
-    arb = _flint().arb
-    if a > -1 and a < 1:
-        return a.atanh()
-    if a == 1:
-        return arb.pos_inf()
-    if a == -1:
-        return arb.neg_inf()
-    return UNDEF if (a < -1 or a > 1) else _nan()
-
-
-def _reciprocal_of(method):
-    def fn(a):
-        return _recip(getattr(a, method)())
-    return fn
-
-
-def _sign(a):
-    return a.sgn()
-
-
-def _heaviside(a, h0):
-    arb = _flint().arb
-    if a > 0:
-        return arb(1)
-    if a < 0:
-        return arb(0)
-    if a == 0:
-        return h0
-    return _hull([arb(0), arb(1), h0])
-
-
-def _mod(a, b):
-    if b == 0:
-        return UNDEF  # sympy: ZeroDivisionError
-    if not (b != 0):
-        return _nan()
-    return a - b * (a / b).floor()
-
-
-def _atan2(y, x):
-    if y == 0 and x == 0:
-        return UNDEF
-    return _flint().arb.atan2(y, x)
-
-
-def _min(*a):
-    out = a[0]
-    for v in a[1:]:
-        out = out.min(v)
-    return out
-
-
-def _max(*a):
-    out = a[0]
-    for v in a[1:]:
-        out = out.max(v)
-    return out
-
-
-def _method(name):
-    return lambda a: getattr(a, name)()
-
-
-_FUNCS = {
-    sp.exp: _method("exp"), sp.sin: _method("sin"), sp.cos: _method("cos"),
-    sp.tan: _method("tan"), sp.atan: _method("atan"), sp.sinh: _method("sinh"),
-    sp.cosh: _method("cosh"), sp.tanh: _method("tanh"), sp.asinh: _method("asinh"),
-    sp.Abs: abs, sp.floor: _method("floor"), sp.ceiling: _method("ceil"), sp.sign: _sign,
-    sp.asin: _unit("asin"), sp.acos: _unit("acos"), sp.acosh: _acosh, sp.atanh: _atanh,
-    sp.log: _log, sp.cot: _reciprocal_of("tan"), sp.sec: _reciprocal_of("cos"),
-    sp.csc: _reciprocal_of("sin"), sp.frac: lambda a: a - a.floor(),
-    sp.re: lambda a: a, sp.conjugate: lambda a: a, sp.im: lambda a: a * 0,
-    sp.Mod: _mod, sp.atan2: _atan2, sp.Min: _min, sp.Max: _max, sp.Heaviside: _heaviside,
-}
-_FUNCS = {cls: _strict(fn) for cls, fn in _FUNCS.items()}
-_CMPS = {sp.StrictLessThan: "<", sp.LessThan: "<=", sp.StrictGreaterThan: ">",
-         sp.GreaterThan: ">=", sp.Equality: "==", sp.Unequality: "!="}
-_LOGIC = {sp.And: _and, sp.Or: _or, sp.Not: _not, sp.Xor: _xor}
-
-
-def _constant(e):
-    """A closure giving the exact constant ``e`` as a ball at the working precision."""
-    flint = _flint()
-    arb, fmpq, fmpz = flint.arb, flint.fmpq, flint.fmpz
-    if e.has(sp.nan, sp.zoo):
-        return lambda: UNDEF
-    if e is sp.oo:
-        return arb.pos_inf
-    if e is sp.S.NegativeInfinity:
-        return arb.neg_inf
-    if e.is_Integer:
-        v = fmpz(int(e))
-        return lambda: arb(v)
-    if e.is_Rational:
-        v = fmpq(int(e.p), int(e.q))
-        return lambda: arb(v)
-    if e.is_Float:
-        sign, man, ex, _ = e._mpf_
-        if not e.is_finite:
-            return lambda: _nan()
-        m = fmpz(-int(man) if sign else int(man))
-        return lambda: arb(m) * arb(2) ** int(ex)
-    known = {sp.pi: arb.pi, sp.E: arb.const_e, sp.EulerGamma: arb.const_euler,
-             sp.Catalan: arb.const_catalan,
-             sp.GoldenRatio: lambda: (1 + arb(5).sqrt()) / 2}
-    fn = known.get(e)
-    return fn if fn is not None else _nan  # an unknown constant: never decided
 
 
 def _label(s):
@@ -412,29 +125,29 @@ class Program:
         if isinstance(e, (sp.Indexed, MatrixElement)):  # (sympy calls Indexed an atom)
             return self._element(e)
         if e.is_Atom:
-            return self._push(_constant(e), kind="const")
+            return self._push(constant(e), kind="const")
         if isinstance(e, (sp.Sum, sp.Product)):
             return self._reduction(e)
         if isinstance(e, sp.Add):
-            return self._push(_strict(_add), slots)
+            return self._push(strict(_add), slots)
         if isinstance(e, sp.Mul):
-            return self._push(_strict(_mul), slots)
+            return self._push(strict(_mul), slots)
         if isinstance(e, sp.Pow):
             return self._power(e, slots)
         if isinstance(e, sp.Piecewise):
             return self._push(_piecewise, slots)
         if isinstance(e, sp.Heaviside) and len(slots) == 1:
-            half = self._push(_constant(sp.Rational(1, 2)), kind="const")
-            return self._push(_FUNCS[sp.Heaviside], (slots[0], half))
-        for table in (_CMPS, _LOGIC, _FUNCS):
+            half = self._push(constant(sp.Rational(1, 2)), kind="const")
+            return self._push(FUNCS[sp.Heaviside], (slots[0], half))
+        for table in (CMPS, LOGIC, FUNCS):
             cls = next((c for c in table if isinstance(e, c)), None)
             if cls is None:
                 continue
-            if table is _CMPS:
+            if table is CMPS:
                 op = table[cls]
-                return self._push(lambda a, b, op=op: _cmp(op, a, b), slots)
+                return self._push(lambda a, b, op=op: compare(op, a, b), slots)
             return self._push(table[cls], slots)
-        return self._push(_nan, kind="const")  # nothing we can bound: never decided
+        return self._push(nan, kind="const")  # nothing we can bound: never decided
 
     def _leaf(self, s) -> int:
         if s in self._pos:
@@ -443,19 +156,19 @@ class Program:
             return self._push(self._scalar[s], kind="var")
         if s in self._params:
             return self._push(self._params[s], kind="param")
-        return self._push(_nan, kind="const")
+        return self._push(nan, kind="const")
 
     def _power(self, e, slots) -> int:
         ex = e.exp
         if not ex.is_number:
-            return self._push(_strict(_pow), slots)
+            return self._push(strict(pow_var), slots)
         if ex.is_Integer or (ex.is_Float and float(ex).is_integer()):
             n = int(ex)
-            return self._push(_strict(lambda a, n=n: _powi(a, n)), slots)
+            return self._push(strict(lambda a, n=n: powi(a, n)), slots)
         if ex.has(sp.nan, sp.zoo) or ex.is_real is False:
             return self._push(lambda: UNDEF, kind="const")
         half = ex == sp.S.Half
-        return self._push(_strict(lambda a, r, half=half: _pow_const(a, r, half)), slots)
+        return self._push(strict(lambda a, r, half=half: pow_const(a, r, half)), slots)
 
     def _affine(self, ix):
         ix = sp.expand(sp.sympify(ix).xreplace({a: a.label for a in
@@ -476,7 +189,7 @@ class Program:
         block = self.layout.block_of(base)
         forms = [self._affine(ix) for ix in idx]
         if block is None or len(idx) != len(block.shape) or any(f is None for f in forms):
-            return self._push(_nan, kind="const")
+            return self._push(nan, kind="const")
         return self._push((block, tuple(forms)), kind="elem")
 
     def _reduction(self, e) -> int:
@@ -485,7 +198,7 @@ class Program:
             body = type(e)(body, lim)
         sym, lo, hi = _label(limits[-1][0]), limits[-1][1], limits[-1][2]
         if not (sp.sympify(lo).is_Integer and sp.sympify(hi).is_Integer):
-            return self._push(_nan, kind="const")
+            return self._push(nan, kind="const")
         inner = Program([body], self.layout, self.indices + (sym,))
         return self._push((inner, int(lo), int(hi), isinstance(e, sp.Product)),
                           kind="reduce")
@@ -495,7 +208,7 @@ class Program:
         """Evaluate every root; ``genes``/``params`` are lists of exact arb balls."""
         slots: list = []
         env = env or []
-        arb = _flint().arb
+        arb = flint_module().arb
         for fn, args, kind in self.code:
             if kind == "op":
                 if len(args) == 1:
@@ -531,14 +244,14 @@ def _fetch(spec, genes, env):
         pos.append(const)
     for d in range(len(block.shape) - 1, -1, -1):
         if not 0 <= pos[d] < block.shape[d]:
-            return _nan()
+            return nan()
         k += pos[d] * stride
         stride *= block.shape[d]
     return genes[k]
 
 
 def _reduce(spec, genes, params, env):
-    arb = _flint().arb
+    arb = flint_module().arb
     inner, lo, hi, prod = spec
     flip = hi < lo - 1  # sympy/Karr: Sum(f, (i, a, b)) = -Sum(f, (i, b+1, a-1))
     if flip:
@@ -552,7 +265,7 @@ def _reduce(spec, genes, params, env):
             return UNDEF
         acc = acc * v if prod else acc + v
     if flip:
-        return _recip(acc) if prod else -acc
+        return recip(acc) if prod else -acc
     return acc
 
 

@@ -268,8 +268,10 @@ def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None
         used = 0
         if opts.polish and reasons[b] != 3:
             xb, fb, Vb, used, _ = polish_from(problem, xb, M[:, b], xb, fb, Vb, None, 0)
-        checked = certify(problem, xb, M[:, b], fb, Vb)  # exact arithmetic (Arb balls)
+        left = None if opts.max_evals is None else max(0, opts.max_evals - int(nfev[b]) - used)
+        checked = certify(problem, xb, M[:, b], fb, Vb, budget=left)  # exact (Arb balls)
         xb, fb, Vb = checked.x, checked.fun, checked.violations
+        used += checked.evaluations
         feasible = checked.verification.feasible
         status = statuses[int(reasons[b])] if feasible else Status.INFEASIBLE
         message = status.value if feasible else (

@@ -311,8 +311,10 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
         rounds += 1
     t_check = time.perf_counter()
 
-    checked = certify(problem, best, pvec, f_best, V_best)  # exact arithmetic (Arb balls)
+    checked = certify(problem, best, pvec, f_best, V_best,  # exact arithmetic (Arb balls)
+                      budget=None if opts.max_evals is None else opts.max_evals - nfev)
     best, f_best, V_best = checked.x, checked.fun, checked.violations
+    nfev += checked.evaluations
     feasible = checked.verification.feasible
     if reason is Status.INTERRUPTED:
         status, message = reason, reason.value + checked.note

@@ -225,6 +225,7 @@ class Certified(NamedTuple):
     verification: Verification
     genes: list            # the exact point: floats and Python ints
     note: str              # "" or why feasibility could not be certified
+    evaluations: int = 0   # float64 evaluations of repair candidates
 
 
 def _directions(problem, x, pvec, bad_leaves, vals):
@@ -290,7 +291,8 @@ def _candidates(problem, x, genes, d):
         yield x2, g2
 
 
-def certify(problem, x, pvec, fun: float, V: np.ndarray) -> Certified:
+def certify(problem, x, pvec, fun: float, V: np.ndarray, budget: int | None = None
+            ) -> Certified:
     """The final check: rigorous verdicts at ``x``, with a repair when float64 says
     feasible but exact arithmetic cannot certify it.
 
@@ -303,6 +305,9 @@ def certify(problem, x, pvec, fun: float, V: np.ndarray) -> Certified:
         Float64 objective at ``x``.
     V : ndarray, shape (m,)
         Float64 violations at ``x``.
+    budget : int, optional
+        Most float64 evaluations the repair may spend (each candidate costs one);
+        ``Certified.evaluations`` says how many it did.
 
     Returns
     -------
@@ -317,10 +322,14 @@ def certify(problem, x, pvec, fun: float, V: np.ndarray) -> Certified:
     genes = exact_genes(problem, x)
     leaf, cons, obj, vals, bits = _evaluate(problem, genes, pvec)
     repaired = False
+    used = 0
     if f64 and SATISFIED != _all(cons):
         bad = [k for k, v in enumerate(leaf) if v != SATISFIED]
         d = _directions(problem, x, pvec, bad, vals)
         for x2, g2 in _candidates(problem, x, genes, d):
+            if budget is not None and used >= budget:
+                break
+            used += 1
             f2, V2 = report_numpy(problem, x2.reshape(-1, 1), pvec)
             if not np.all(V2[:, 0] == 0):
                 continue
@@ -343,7 +352,7 @@ def certify(problem, x, pvec, fun: float, V: np.ndarray) -> Certified:
                        float64_feasible=f64, fun_error=_fun_error(fun, obj),
                        repaired=repaired, precision=bits,
                        seconds=time.perf_counter() - t0)
-    return Certified(x, float(fun), V, ver, genes, note)
+    return Certified(x, float(fun), V, ver, genes, note, used)
 
 
 def _raise_proven(problem, V, cons, vals) -> None:
