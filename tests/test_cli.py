@@ -22,7 +22,7 @@ def cli(*args, timeout=300):
 
 
 def test_solve_json_is_the_full_result():
-    out = cli("solve", EXAMPLES / "blog_example2.toml", "--seed", "0", "--json")
+    out = cli("solve", EXAMPLES / "blog_example2.toml", "--seed", "0", "--json", "--history")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["success"] is True and data["feasible"] is True
@@ -30,6 +30,14 @@ def test_solve_json_is_the_full_result():
     assert set(data["x"]) == {"x", "y", "z"} and data["status"] == "converged"
     assert data["seed"] == 0 and data["nfev"] > 0 and len(data["history"]["fun"]) > 1
     assert "warning: no finite bound on some side of x" in out.stderr
+
+
+def test_json_leaves_out_the_history_unless_asked():
+    out = cli("solve", EXAMPLES / "blog_example3.toml", "--seed", "0", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert "history" not in data and data["success"] is True
+    assert len(out.stdout.splitlines()) < 80  # one solve, not one line per generation
 
 
 def test_solve_table_output_and_yaml():

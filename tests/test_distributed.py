@@ -19,7 +19,7 @@ import pytest
 import sympy as sp
 
 import constropt
-from constropt.parallel._islands import _inject
+from constropt.parallel._migration import _inject
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "problems"

@@ -9,6 +9,8 @@ import tomllib
 
 from constropt._errors import ParseError
 
+from ._brief import brief
+
 __all__ = ["read_toml", "read_yaml", "MAX_FILE_BYTES"]
 
 #: Problem files larger than this are refused before parsing.
@@ -37,6 +39,17 @@ def _yaml_loader(yaml):
     """A SafeLoader that rejects duplicate keys and reads ``1e-4`` as a float."""
 
     class Loader(yaml.SafeLoader):
+        def compose_node(self, parent, index):
+            # aliases let a few hundred bytes expand to billions of nodes ("billion
+            # laughs"); a problem file never needs them
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                mark = event.start_mark
+                raise ParseError(f"YAML aliases are not allowed in problem files "
+                                 f"(*{str(event.anchor)[:40]})", lineno=mark.line + 1,
+                                 col_offset=mark.column)
+            return super().compose_node(parent, index)
+
         def construct_mapping(self, node, deep=False):
             seen = {}
             for key_node, _ in node.value:
@@ -47,7 +60,7 @@ def _yaml_loader(yaml):
                     continue
                 if duplicate:
                     mark = key_node.start_mark
-                    raise ParseError(f"duplicate key {key!r}", lineno=mark.line + 1,
+                    raise ParseError(f"duplicate key {brief(key)}", lineno=mark.line + 1,
                                      col_offset=mark.column)
                 seen[key] = True
             return super().construct_mapping(node, deep=deep)

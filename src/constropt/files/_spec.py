@@ -15,17 +15,28 @@ import sympy
 from constropt._errors import ParseError
 
 from ._ast import build_constant, build_constraint, build_expression
+from ._brief import brief
 from ._builder import RESERVED_NAMES, suggest
 from ._numeric import SizeBudget
 from ._readers import MAX_FILE_BYTES, read_toml, read_yaml
 
-__all__ = ["ProblemSpec", "load_problem", "loads_problem"]
+__all__ = ["ProblemSpec", "load_problem", "loads_problem", "UNTRUSTED_OPTIONS"]
 
 _TOP_KEYS = ("name", "sense", "objective", "constraints", "variables", "parameters",
              "expressions", "options")
 _VARIABLE_KEYS = ("lower", "upper", "integer")
 _SENSES = {"minimize": False, "minimise": False, "min": False,
            "maximize": True, "maximise": True, "max": True}
+#: Options a problem file may not set, with the reason: each has effects outside the
+#: solve (writes files or runs code).  They remain available as command-line
+#: flags and as keyword arguments of :func:`constropt.solve`.
+UNTRUSTED_OPTIONS = {
+    "checkpoint": "chooses a path to write",
+    "checkpoint_every": "belongs with checkpoint, which chooses a path to write",
+    "plot": "chooses a path to write",
+    "callback": "would be code to run",
+    "on_generation": "would be code to run",
+}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _FORMATS = {"toml": read_toml, "yaml": read_yaml, "yml": read_yaml}
 
@@ -81,11 +92,11 @@ class ProblemSpec:
             maximize=..., parameters=...)``. ``options`` is not applied; pass it
             to the solver, e.g. ``constropt.solve(problem, **spec.options)``.
         """
-        import constropt  # lazy: constropt imports this subpackage
+        from ..problem._problem import Problem  # lazy: sympy-heavy, and not always needed
 
-        return constropt.Problem(self.objective, self.constraints, variables=self.variables,
-                                 bounds=self.bounds, maximize=self.maximize,
-                                 parameters=self.parameters or None)
+        return Problem(self.objective, self.constraints, variables=self.variables,
+                       bounds=self.bounds, maximize=self.maximize,
+                       parameters=self.parameters or None)
 
 
 def load_problem(path: str | os.PathLike) -> ProblemSpec:
@@ -174,6 +185,8 @@ class _Checker:
         self.raw_sides: tuple = (None, None)  # the texts of the last bounds() checked
 
     def fail(self, key: str, message: str) -> ParseError:
+        if len(key) > 120:  # a key is echoed too: never a huge one
+            key = key[:117] + "..."
         return ParseError(f"{self.source}: {key}: {message}")
 
     def wrap(self, key: str, text: str, err: ParseError) -> ParseError:
@@ -183,14 +196,15 @@ class _Checker:
 
     def name(self, kind: str, key: str, name: Any, taken: dict[str, str]) -> str:
         if not isinstance(name, str):
-            raise self.fail(key, f"{kind} names must be strings, got {name!r}")
+            raise self.fail(key, f"{kind} names must be strings, got {brief(name)}")
         if not _NAME.match(name) or keyword.iskeyword(name):
-            raise self.fail(key, f"{kind} name {name!r} is not a valid identifier "
+            raise self.fail(key, f"{kind} name {brief(name)} is not a valid identifier "
                                  "(ASCII letters, digits and '_', not a Python keyword)")
         if name in RESERVED_NAMES:
-            raise self.fail(key, f"{kind} name {name!r} is reserved (a function or constant name)")
+            raise self.fail(key, f"{kind} name {brief(name)} is reserved (a function or "
+                                 "constant name)")
         if name in taken:
-            raise self.fail(key, f"{name!r} is already declared as a {taken[name]}")
+            raise self.fail(key, f"{brief(name)} is already declared as a {taken[name]}")
         taken[name] = kind
         return name
 
@@ -203,7 +217,7 @@ class _Checker:
 
     def number(self, key: str, value: Any, names: dict, *, allow_inf: bool) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            raise self.fail(key, f"expected a number or an expression string, got {value!r}")
+            raise self.fail(key, f"expected a number or an expression string, got {brief(value)}")
         if isinstance(value, str):
             try:
                 return build_constant(value, names, allow_inf=allow_inf, budget=self.budget)
@@ -211,7 +225,7 @@ class _Checker:
                 raise self.wrap(key, value, err) from None
         result = float(value)
         if math.isnan(result) or (math.isinf(result) and not allow_inf):
-            raise self.fail(key, f"expected a finite number, got {value!r}")
+            raise self.fail(key, f"expected a finite number, got {brief(value)}")
         return result
 
     def bounds(self, name: str, raw: Any, names: dict) -> tuple[float | None, float | None, bool]:
@@ -227,14 +241,14 @@ class _Checker:
         elif isinstance(raw, dict):
             for k in raw:
                 if k not in _VARIABLE_KEYS:
-                    raise self.fail(key, f"unknown key {k!r}{suggest(k, _VARIABLE_KEYS)}; "
+                    raise self.fail(key, f"unknown key {brief(k)}{suggest(k, _VARIABLE_KEYS)}; "
                                          "allowed keys are " + ", ".join(_VARIABLE_KEYS))
             lower, upper, integer = raw.get("lower"), raw.get("upper"), raw.get("integer", False)
             if not isinstance(integer, bool):
-                raise self.fail(f"{key}.integer", f"expected true or false, got {integer!r}")
+                raise self.fail(f"{key}.integer", f"expected true or false, got {brief(integer)}")
         else:
             raise self.fail(key, "expected a table like { lower = 0, upper = 1, integer = false }, "
-                                 f"a [lower, upper] pair or {{}}, got {raw!r}")
+                                 f"a [lower, upper] pair or {{}}, got {brief(raw)}")
         lo = None if lower is None else self.number(f"{key}.lower", lower, names, allow_inf=True)
         hi = None if upper is None else self.number(f"{key}.upper", upper, names, allow_inf=True)
         self.raw_sides = (lower, upper)
@@ -264,10 +278,10 @@ def _build(data: Any, *, source: str, path: str | None, stem: str | None) -> Pro
 
     name = data.get("name", stem or "problem")
     if not isinstance(name, str):
-        raise check.fail("name", f"expected a string, got {name!r}")
+        raise check.fail("name", f"expected a string, got {brief(name)}")
     sense = data.get("sense", "minimize")
     if not isinstance(sense, str) or sense.strip().lower() not in _SENSES:
-        raise check.fail("sense", f"expected 'minimize' or 'maximize', got {sense!r}")
+        raise check.fail("sense", f"expected 'minimize' or 'maximize', got {brief(sense)}")
 
     taken: dict[str, str] = {}
     raw_vars = check.table(data, "variables", (dict, list))
@@ -318,7 +332,7 @@ def _build(data: Any, *, source: str, path: str | None, stem: str | None) -> Pro
     for i, text in enumerate(check.table(data, "constraints", (list,)) or ()):
         key = f"constraints[{i}]"
         if not isinstance(text, str):
-            raise check.fail(key, f"expected a string such as \"x + y <= 1\", got {text!r}")
+            raise check.fail(key, f"expected a string such as \"x + y <= 1\", got {brief(text)}")
         try:
             parts = build_constraint(text, names, budget=check.budget)
         except ParseError as err:
@@ -332,7 +346,12 @@ def _build(data: Any, *, source: str, path: str | None, stem: str | None) -> Pro
     options = check.table(data, "options") or {}
     for key in options:
         if not isinstance(key, str):
-            raise check.fail("options", f"option names must be strings, got {key!r}")
+            raise check.fail("options", f"option names must be strings, got {brief(key)}")
+        if key in UNTRUSTED_OPTIONS:
+            raise check.fail(f"options.{key}", f"not allowed in a problem file: {key} "
+                                               f"{UNTRUSTED_OPTIONS[key]}; a file may come from "
+                                               "an untrusted source, so pass it on the command "
+                                               "line or as a keyword argument of solve()")
     return ProblemSpec(name=name, objective=objective, constraints=tuple(constraints),
                        variables=tuple(variables), bounds=bounds, parameters=parameters,
                        maximize=_SENSES[sense.strip().lower()], options=dict(options), path=path)
@@ -352,7 +371,7 @@ def _parametric_side(check: _Checker, text: Any, value, param_symbols: dict):
 
 def _expression(check: _Checker, key: str, text: Any, names: dict) -> sympy.Expr:
     if isinstance(text, bool) or not isinstance(text, (str, int, float)):
-        raise check.fail(key, f"expected an expression string, got {text!r}")
+        raise check.fail(key, f"expected an expression string, got {brief(text)}")
     if not isinstance(text, str):
         if isinstance(text, int):
             return sympy.Integer(text)

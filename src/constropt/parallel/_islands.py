@@ -22,23 +22,25 @@ After the local solves (polish included) the ranks gather each final point's key
 winning rank broadcasts its whole :class:`Result`, so every rank returns the same one.
 Collectives run under a timeout; a failure (a peer that crashed, was killed or hangs)
 raises :class:`DistributedError` instead of hanging.
+
+Modules: this one is the API (validation, start-up agreement, the final selection);
+``_group.py`` the process group and its collectives; ``_migration.py`` the per-generation
+hook.  The command line's ``--distributed`` glue lives in :mod:`constropt.cli`.
 """
 
 from __future__ import annotations
 
-import datetime
 import math
-import os
 import secrets
-import sys
 import time
-import warnings
 import zlib
 from dataclasses import fields, replace
 
 import numpy as np
 
-from .._errors import ConstroptError, OptionError, SolveFailedError
+from .._errors import OptionError, SolveFailedError
+from ._group import DistributedError, _Group, _init_group, _island_device
+from ._migration import _Migration
 
 __all__ = ["solve_islands", "DistributedError", "TOPOLOGIES"]
 
@@ -51,311 +53,6 @@ _NAMED = ("variables", "bounds", "maximize", "dtype", "compile", "cross_check")
 
 #: ``stagnation`` passed to the local loops: the islands decide stagnation together.
 _NEVER = 2**62
-
-
-class DistributedError(ConstroptError, RuntimeError):
-    """A collective operation of :func:`solve_islands` failed or timed out.
-
-    Raised on a rank when another rank crashed, was killed, stopped answering within
-    the timeout, or runs different settings; the message names the rank that raised and
-    the likely cause.
-
-    Attributes
-    ----------
-    rank : int or None
-        The rank that raised (None when the process group could not be set up).
-    """
-
-    def __init__(self, message: str, rank: int | None = None) -> None:
-        super().__init__(message)
-        self.rank = rank
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}".strip()
-
-
-class _Group:
-    """The process group this module runs its collectives on: a group of all ranks
-    created for one call (with the call's timeout and backend), its rank and size, the
-    device its tensors live on, and whether the default group is this call's own (a
-    single process without torchrun) and must go when the call ends."""
-
-    def __init__(self, group, rank, world, comm, timeout, own_default, alone):
-        self.group, self.rank, self.world, self.comm = group, rank, world, comm
-        self.timeout, self.own_default, self.alone = timeout, own_default, alone
-
-    def call(self, what: str, fn, *args, generation=None, **kwargs):
-        """Run one collective; any failure becomes a DistributedError naming this rank."""
-        try:
-            return fn(*args, **kwargs)
-        except DistributedError:
-            raise
-        except Exception as exc:
-            at = f" at generation {generation}" if generation is not None else ""
-            raise DistributedError(
-                f"island rank {self.rank} of {self.world}: {what}{at} failed "
-                f"({_first_line(exc)}). Another rank most likely crashed, was killed or "
-                "stopped answering: a peer that disconnects fails the collective at once, "
-                f"one that hangs after timeout={self.timeout:g}s. Look at the other ranks' "
-                "output for the first error; if ranks legitimately run apart for longer "
-                "(compilation, a slow polish or cross-check), raise timeout.",
-                rank=self.rank) from exc
-
-    def all_gather(self, what, vec, generation=None):
-        """``(world, L)`` CPU float64 tensor of every rank's ``vec`` (L,)."""
-        import torch
-        import torch.distributed as dist
-
-        vec = vec.to(device=self.comm, dtype=torch.float64).contiguous()
-        out = [torch.empty_like(vec) for _ in range(self.world)]
-        self.call(what, dist.all_gather, out, vec, group=self.group, generation=generation)
-        return torch.stack(out).cpu()
-
-    def broadcast_object(self, what, obj, src: int):
-        import torch.distributed as dist
-
-        box = [obj if self.rank == src else None]
-        self.call(what, dist.broadcast_object_list, box, src=src, group=self.group,
-                  device=self.comm)
-        return box[0]
-
-    def close(self) -> None:
-        """Destroy this call's group (and the default group if it is this call's own);
-        errors are ignored: a broken group may refuse."""
-        import torch.distributed as dist
-
-        try:
-            if self.own_default:
-                _destroy_default()
-            elif self.group is not None and dist.is_initialized():
-                dist.destroy_process_group(self.group)
-        except Exception:  # pragma: no cover
-            pass
-
-
-def _destroy_default() -> None:  # pragma: no cover - runs at interpreter exit
-    import torch.distributed as dist
-
-    try:
-        if dist.is_initialized():
-            dist.destroy_process_group()
-    except Exception:
-        pass
-
-
-def _island_device(device):
-    """``"auto"``/None: ``cuda:LOCAL_RANK`` when CUDA is available, else CPU; ``"cuda"``
-    without an index also maps to the local rank's GPU; anything else as given."""
-    import torch
-
-    from ..engine._backend import resolve_device
-
-    local = int(os.environ.get("LOCAL_RANK", "0") or 0)
-    if device is None or (isinstance(device, str) and device == "auto"):
-        if torch.cuda.is_available():
-            return torch.device("cuda", local % torch.cuda.device_count())
-        return torch.device("cpu")
-    dev = resolve_device(device)
-    if dev.type == "cuda" and dev.index is None:
-        return torch.device("cuda", local % torch.cuda.device_count())
-    return dev
-
-
-def _init_group(backend, dev, timeout: float) -> _Group:
-    """The group of all ranks this call communicates on.
-
-    The default process group is used when it is initialized; otherwise it is created
-    from torchrun's environment (``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``,
-    ``MASTER_PORT``) and kept for later calls (destroyed at exit), or, without that
-    environment, as a group of this one process (destroyed when the call ends).  On top
-    of it, each call makes its own group of all ranks with ``timeout`` and ``backend``.
-    """
-    import atexit
-
-    import torch
-    import torch.distributed as dist
-
-    if not dist.is_available():
-        raise DistributedError("this torch build has no torch.distributed support")
-    launched = "RANK" in os.environ and "WORLD_SIZE" in os.environ
-    rank_env = int(os.environ.get("RANK", "0") or 0)
-    if dev.type == "cuda":
-        torch.cuda.set_device(dev)
-    own_default = False
-    td = datetime.timedelta(seconds=timeout)
-    if not dist.is_initialized():
-        default_backend = backend or ("nccl" if dev.type == "cuda" else "gloo")
-        try:
-            if launched:
-                if default_backend == "nccl":  # collectives raise on timeout, not abort
-                    os.environ.setdefault("TORCH_NCCL_BLOCKING_WAIT", "1")
-                dist.init_process_group(default_backend, init_method="env://", timeout=td)
-                atexit.register(_destroy_default)
-            else:
-                dist.init_process_group(default_backend, store=dist.HashStore(), rank=0,
-                                        world_size=1, timeout=td)
-                own_default = True
-        except Exception as exc:
-            where = os.environ.get("MASTER_ADDR", "?") + ":" + os.environ.get("MASTER_PORT", "?")
-            raise DistributedError(
-                f"island rank {rank_env}: could not set up the {default_backend!r} process "
-                f"group (rendezvous at {where}): {_first_line(exc)}. Launch every rank with "
-                "torchrun and the same --nnodes, --nproc_per_node and rendezvous endpoint "
-                "(NCCL needs one GPU per rank; use backend='gloo' or device='cpu' "
-                "otherwise).", rank=rank_env) from exc
-    rank, world = dist.get_rank(), dist.get_world_size()
-    grp = _Group(None, rank, world, torch.device("cpu"), timeout, own_default,
-                 own_default and not launched)
-    try:
-        grp.group = grp.call("creating the island group (new_group)", dist.new_group,
-                             timeout=td, backend=backend)
-    except BaseException:
-        if own_default:
-            _destroy_default()
-        raise
-    if str(dist.get_backend(grp.group)) == "nccl":
-        grp.comm = torch.device("cuda", torch.cuda.current_device())
-    return grp
-
-
-def _inject(algorithm, alg_state, Xm, fm, cvm):
-    """Replace the worst ``m`` individuals of the population with the migrants
-    ``Xm`` (N, m), ``fm``, ``cvm`` (m,); the population is re-sorted best-first under
-    the algorithm's comparison keys (the handler's for DE, feasibility rules for GA),
-    which keeps both algorithms' invariants.  Returns the new algorithm state."""
-    import torch
-
-    from ..engine._ga import Population
-    from ..engine._ranking import order
-
-    X, f, cv = algorithm.population(alg_state)
-    handler = getattr(algorithm, "handler", None)
-    level = getattr(alg_state, "level", None)
-
-    def keys(f_, cv_):
-        return handler.keys(f_, cv_, level) if handler is not None else (f_, cv_)
-
-    m = Xm.shape[1]
-    keep = order(*keys(f, cv))[: X.shape[1] - m]
-    X2 = torch.cat([X[:, keep], Xm.to(device=X.device, dtype=X.dtype)], dim=1)
-    f2 = torch.cat([f[keep], fm.to(device=f.device, dtype=f.dtype)])
-    cv2 = torch.cat([cv[keep], cvm.to(device=cv.device, dtype=cv.dtype)])
-    idx = order(*keys(f2, cv2))
-    pop = Population(X2[:, idx], f2[idx], cv2[idx])
-    if isinstance(alg_state, Population):
-        return pop
-    return replace(alg_state, pop=pop)
-
-
-def _best_index(cv, f) -> int:
-    """Index of the best ``(cv, f)`` row under feasibility rules (NaN as +inf), lowest
-    index on ties."""
-    cv = np.nan_to_num(np.asarray(cv, dtype=np.float64), nan=np.inf)
-    f = np.nan_to_num(np.asarray(f, dtype=np.float64), nan=np.inf)
-    return int(np.lexsort((np.arange(len(cv)), f, cv))[0])
-
-
-class _Migration:
-    """The ``on_generation`` hook: synchronisation, migration and symmetric stops."""
-
-    def __init__(self, grp: _Group, *, every, migrants, topology, check_every, stagnation,
-                 ftol, target, time_limit, user_hook, t0):
-        self.grp, self.every, self.m, self.topology = grp, every, migrants, topology
-        self.check_every, self.stagnation, self.ftol = check_every, stagnation, ftol
-        self.target, self.time_limit, self.user_hook, self.t0 = target, time_limit, user_hook, t0
-        self.migrations = 0
-        self.stop = None          # the Status all ranks agreed to stop for
-        self.wants_stop = False   # the user's callback or hook asked for a stop
-        self.quiet = 0
-        self.last = 0
-        self.gbest = (math.inf, math.inf)  # (f, cv): best over all ranks at the last sync
-
-    def user_callback(self, callback):
-        """Wrap the user's progress callback: a stop request waits for the next sync."""
-        if callback is None:
-            return None
-
-        def wrapped(progress):
-            if callback(progress):
-                self.wants_stop = True
-            return False
-
-        return wrapped
-
-    def __call__(self, st, algorithm) -> bool:
-        import torch
-
-        from ..engine._loop import _improved, _merge
-        from ..engine._ranking import order
-        from ..solver._result import Status
-
-        g = st.g
-        if self.user_hook is not None and self.user_hook(st, algorithm):
-            self.wants_stop = True
-        grp = self.grp
-        migrate = grp.world > 1 and g % self.every == 0
-        if not migrate and g % self.check_every != 0:
-            return False
-        pop = algorithm.population(st.alg)
-        late = self.time_limit is not None and time.perf_counter() - self.t0 >= self.time_limit
-        bx, bf, bcv = st.best
-        dev, dt = pop.f.device, torch.float64
-        head = torch.stack([torch.tensor(float(late), device=dev, dtype=dt),
-                            torch.tensor(float(self.wants_stop), device=dev, dtype=dt),
-                            bcv.to(dt), bf.to(dt)])
-        parts = [head]
-        n = pop.X.shape[0]
-        if migrate:  # this rank's best m individuals under feasibility rules
-            idx = order(pop.f, pop.cv)[: self.m]
-            parts += [pop.X[:, idx].T.reshape(-1).to(dt), pop.f[idx].to(dt),
-                      pop.cv[idx].to(dt)]
-        what = "migration (all_gather)" if migrate else "synchronisation (all_gather)"
-        G = grp.all_gather(what, torch.cat(parts), generation=g)
-        if migrate:
-            m, W, r = self.m, grp.world, grp.rank
-            Xs = G[:, 4:4 + n * m].reshape(W, m, n)
-            fs = G[:, 4 + n * m:4 + n * m + m]
-            cvs = G[:, 4 + n * m + m:4 + n * m + 2 * m]
-            if self.topology == "ring":
-                src = (r - 1) % W
-                Xm, fm, cvm = Xs[src].T, fs[src], cvs[src]
-            else:
-                others = [q for q in range(W) if q != r]
-                Xp = torch.cat([Xs[q].T for q in others], dim=1)
-                fp, cvp = torch.cat([fs[q] for q in others]), torch.cat([cvs[q] for q in others])
-                sel = order(fp, cvp)[:m]
-                Xm, fm, cvm = Xp[:, sel], fp[sel], cvp[sel]
-            st.alg = _inject(algorithm, st.alg, Xm, fm, cvm)
-            st.best = _merge(st.best, algorithm.population(st.alg))
-            self.migrations += 1
-        # every decision below reads only G, identical on all ranks: symmetric by design
-        j = _best_index(G[:, 2].numpy(), G[:, 3].numpy())
-        gcv, gf = float(G[j, 2]), float(G[j, 3])
-        if _improved(gf, gcv, self.gbest[0], self.gbest[1], self.ftol):
-            self.quiet = 0
-        else:
-            self.quiet += g - self.last
-        self.last, self.gbest = g, (gf, gcv)
-        stop = None
-        if gcv == 0 and gf == -math.inf:
-            stop = Status.UNBOUNDED
-        elif self.target is not None and gcv == 0 and gf <= self.target:
-            stop = Status.TARGET
-        elif bool((G[:, 0] > 0).any()):
-            stop = Status.TIME_LIMIT
-        elif bool((G[:, 1] > 0).any()):
-            stop = Status.CALLBACK
-        elif self.quiet >= self.stagnation:
-            stop = Status.CONVERGED
-        if stop is None:
-            return False
-        self.stop = stop
-        # the loop records no history for the generation a hook stops; record it here
-        st.hist[g, 0], st.hist[g, 1] = st.best[1], st.best[2]
-        st.hist_nfev[g] = st.nfev
-        return True
 
 
 def _validate(migrate_every, migrants, topology, timeout, backend) -> None:
@@ -495,7 +192,7 @@ def solve_islands(objective, constraints=(), *, migrate_every=20, migrants=2,
     dev = _island_device(device)
     grp = _init_group(backend, dev, float(timeout))
     try:
-        result = _islands(problem, grp, dev, seed, opts, solve_options, named, S, m,
+        result = _run_islands(problem, grp, dev, seed, opts, solve_options, named, S, m,
                           int(migrate_every), topology, t_start, t_lower)
     except BaseException:
         grp.close()  # peers then fail at once instead of waiting for the timeout
@@ -506,8 +203,11 @@ def solve_islands(objective, constraints=(), *, migrate_every=20, migrants=2,
     return result
 
 
-def _islands(problem, grp: _Group, dev, seed, opts, solve_options, named, S, m, every,
-             topology, t_start, t_lower):
+def _run_islands(problem, grp: _Group, dev, seed, opts, solve_options, named, S, m, every,
+                 topology, t_start, t_lower):
+    """This rank's part of :func:`solve_islands` once the group exists: agree on the
+    settings and seed, solve locally with the migration hook, pick and broadcast the
+    winning result, cross-check it if asked."""
     import torch
 
     from ..solver._result import Result, Status
@@ -587,49 +287,3 @@ def _islands(problem, grp: _Group, dev, seed, opts, solve_options, named, S, m, 
         cc, timings = grp.broadcast_object("broadcast of the cross-check", (cc, timings), 0)
         result = replace(result, cross_check=cc, timings=timings)
     return result
-
-
-def cli_solve(path, device, seed, max_evals, time_limit, pop_size, checkpoint, resume,
-              emit) -> int:
-    """``constropt solve FILE --distributed``: every rank solves, rank 0 prints.
-
-    Returns the exit code (the same on every rank for a completed run).
-    """
-    import click
-
-    from ..cli import EXIT_BAD_INPUT, EXIT_FAILED, _exit_code
-    from ..files import load_problem
-
-    rank = int(os.environ.get("RANK", "0") or 0)
-    if checkpoint or resume:
-        if rank == 0:
-            click.echo("error: --distributed does not support --checkpoint or --resume",
-                       err=True)
-        return EXIT_BAD_INPUT
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            spec = load_problem(path)
-            options = dict(spec.options)
-            for k, v in (("max_evals", max_evals), ("time_limit", time_limit),
-                         ("pop_size", pop_size)):
-                if v is not None:
-                    options[k] = v
-            if seed is not None:
-                options["seed"] = seed
-            options.setdefault("device", device)
-            options.pop("checkpoint", None)
-            res = solve_islands(spec.to_problem(), **options)
-    except DistributedError as exc:
-        click.echo(f"error: {exc}", err=True)
-        return EXIT_FAILED
-    except ConstroptError as exc:  # the same bad input on every rank: say it once
-        if rank == 0:
-            click.echo(f"error: {exc}", err=True)
-        return EXIT_BAD_INPUT
-    if rank == 0:
-        for w in caught:
-            click.echo(f"warning: {w.message}", err=True)
-        emit(res)
-        sys.stdout.flush()
-    return _exit_code(res)

@@ -133,8 +133,11 @@ def _linear_bound(leaf: Leaf, scalars: set):
 
 
 def make_bounds(variables, layout, constraints, bounds, default_bound, parameters,
-                exprs=()):
-    """``(lower, upper, integer, box, soft)`` of the search (see the module docstring).
+                exprs=(), eq_tol: float = 1e-4):
+    """``(lower, upper, integer, box, soft, param_bounds, proof)`` of the search (see the
+    module docstring); ``proof`` is an :class:`~._fbbt.InfeasibilityProof` when
+    propagation shows the constraints admit no point (the box is then left as it was
+    before propagation).
 
     ``default_bound=None`` chooses the half-width of open sides from the problem
     (``10 * problem_scale``, at most :data:`DEFAULT_BOUND`); a number fixes it.
@@ -214,6 +217,10 @@ def make_bounds(variables, layout, constraints, bounds, default_bound, parameter
             if lo[s] > hi[s]:
                 raise ProblemError(f"lower bound of {s} ({lo[s]}) is above its upper bound "
                                    f"({hi[s]})")
+    proof = None
+    if not param_bounds:  # a box that follows parameter values is not propagated once
+        lo, hi, strict_lo, strict_hi, proof = _tighten(variables, layout, constraints, lo,
+                                                       hi, strict_lo, strict_hi, eq_tol)
     missing = []
     box = {}
     n = sum(b.size for b in layout.blocks)
@@ -246,14 +253,14 @@ def make_bounds(variables, layout, constraints, bounds, default_bound, parameter
         lower[sl], upper[sl] = a, z
         integer[sl] = is_integer(v)
         box[v] = (a, z)
-    if missing:
+    if missing and proof is None:
         warnings.warn(f"no finite bound on some side of {', '.join(missing)}: searching a "
                       f"default box of the problem's scale, expanded while the best point "
                       f"presses on it (see Problem.bounds); pass bounds= to choose it",
                       BoundsWarning, stacklevel=4)
     soft = SoftSides(soft_lo & (lower > hard_lo), soft_hi & (upper < hard_hi), hard_lo,
                      hard_hi)
-    return lower, upper, integer, box, soft, tuple(param_bounds)
+    return lower, upper, integer, box, soft, tuple(param_bounds), proof
 
 
 def parameter_bound_constraints(param_bounds) -> list:
@@ -288,3 +295,39 @@ def parameter_box(problem, P: np.ndarray):
         raise ProblemError(f"the bounds of {', '.join(bad)} are empty (lower above upper) for "
                            "the given parameter values")
     return with_box(problem, lower, upper)
+
+
+def _tighten(variables, layout, constraints, lo, hi, strict_lo, strict_hi, eq_tol):
+    """Bounds implied by the constraints (FBBT, see :mod:`._fbbt`) for scalar variables.
+
+    A side moves only when propagation improves it by more than 1e-9 of the width (so
+    rounding-level changes never perturb a given box).
+    """
+    from ._fbbt import propagate
+
+    n = sum(b.size for b in layout.blocks)
+    if not constraints or n > 100_000:
+        return lo, hi, strict_lo, strict_hi, None
+    a, z = np.empty(n), np.empty(n)
+    integer = np.zeros(n, dtype=bool)
+    for b in layout.blocks:
+        sl = slice(b.offset, b.offset + b.size)
+        a[sl], z[sl], integer[sl] = lo[b.symbol], hi[b.symbol], is_integer(b.symbol)
+    res = propagate(layout, constraints, a, z, integer, eq_tol, None, variables)
+    if res.proof is not None:
+        return lo, hi, strict_lo, strict_hi, res.proof
+    lo, hi = dict(lo), dict(hi)
+    strict_lo, strict_hi = set(strict_lo), set(strict_hi)
+    for b in layout.blocks:
+        if b.shape != ():
+            continue
+        v, k = b.symbol, b.offset
+        new_lo, new_hi = float(res.lo[k]), float(res.hi[k])
+        w = min(hi[v] - lo[v], new_hi - new_lo)
+        if new_lo > lo[v] and (not math.isfinite(lo[v]) or new_lo - lo[v] > 1e-9 * w):
+            lo[v] = new_lo
+            strict_lo.discard(v)
+        if new_hi < hi[v] and (not math.isfinite(hi[v]) or hi[v] - new_hi > 1e-9 * w):
+            hi[v] = new_hi
+            strict_hi.discard(v)
+    return lo, hi, strict_lo, strict_hi, None

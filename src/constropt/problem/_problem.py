@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
 
 import numpy as np
 import sympy as sp
@@ -21,6 +19,7 @@ from .._errors import ProblemError
 from ..lowering import Layout, Lowering
 from ._bounds import DEFAULT_BOUND, BoundsWarning, make_bounds, parameter_bound_constraints
 from ._constraints import Constraint, Leaf, normalize_constraint
+from ._evaluate import Evaluation
 from ._validate import (
     _check_objective,
     _check_parameters,
@@ -29,25 +28,6 @@ from ._validate import (
 )
 
 __all__ = ["Problem", "Evaluation", "BoundsWarning", "DEFAULT_BOUND"]
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """Objective and constraint status of a batch of points.
-
-    Attributes
-    ----------
-    fun : array or Tensor, shape (S,)
-        Objective in the user's sense (NaN where it is undefined).
-    violation : array or Tensor, shape (S, m)
-        Violation of each constraint, ``>= 0``; ``inf`` where a constraint is NaN.
-    feasible : array or Tensor of bool, shape (S,)
-        Every constraint holds (strict ones strictly, equalities within ``eq_tol``).
-    """
-
-    fun: Any
-    violation: Any
-    feasible: Any
 
 
 class Problem:
@@ -132,8 +112,9 @@ class Problem:
                                "pass variables=[...] or use a symbol in the objective")
         self._layout = _make_layout(self._variables, tuple(self._parameters))
         (self._lower, self._upper, self._integer, self._box, self._soft,
-         self._param_bounds) = make_bounds(self._variables, self._layout, self._constraints,
-                                           bounds, default_bound, self._parameters, exprs)
+         self._param_bounds, self._proof) = make_bounds(
+            self._variables, self._layout, self._constraints, bounds, default_bound,
+            self._parameters, exprs, eq_tol=self._eq_tol)
         extra = parameter_bound_constraints(self._param_bounds)
         self._constraints += tuple(normalize_constraint(c, len(self._constraints) + i)
                                    for i, c in enumerate(extra))
@@ -165,6 +146,13 @@ class Problem:
     def bounds(self) -> MappingProxyType:
         """The search box ``{symbol: (lo, hi)}`` actually used (read-only)."""
         return MappingProxyType(dict(self._box))
+
+    @property
+    def infeasibility_proof(self):
+        """An :class:`~constropt.problem._fbbt.InfeasibilityProof` when bound propagation
+        showed that no point satisfies the constraints (for every parameter value); else
+        None.  ``solve`` then returns status ``INFEASIBLE`` without searching."""
+        return self._proof
 
     @property
     def maximize(self) -> bool:
@@ -237,7 +225,7 @@ class Problem:
         return np.array([merged[p] for p in self._layout.parameters], dtype=np.float64)
 
     # -- evaluation --------------------------------------------------------------------
-    def evaluate(self, points, *, parameters=None) -> Evaluation:
+    def evaluate(self, points, *, parameters=None, compile="auto") -> Evaluation:
         """Evaluate objective and constraints at a batch of points.
 
         Parameters
@@ -248,6 +236,9 @@ class Problem:
             torch backend on its device and dtype.
         parameters : dict, optional
             Parameter values overriding the problem's own.
+        compile : {"auto", True, False}
+            Torch input only: evaluate with the compiled kernel (``"auto"``: from
+            ``EVALUATE_COMPILE_MIN`` points on; the first such call compiles).
 
         Returns
         -------
@@ -256,9 +247,45 @@ class Problem:
         """
         from ._evaluate import evaluate_points
 
-        return evaluate_points(self, points, parameters)
+        return evaluate_points(self, points, parameters, compile)
 
-    # -- plots and scipy interop (implemented in _plot.py and _interop.py) ---------------
+    def fitness(self, kind="death", *, layout="rows", device=None, dtype=None,
+                compile=True, penalty=1e6, parameters=None):
+        """A compiled, branch-free fitness function for your own GA loop.
+
+        Parameters
+        ----------
+        kind : {"death", "penalty", "split"}
+            ``"death"``: the minimization-sense objective (``-f`` when maximizing) where
+            every constraint holds, ``+inf`` elsewhere; ``"penalty"``: that objective
+            plus ``penalty`` times the total violation; ``"split"``: the pair
+            ``(objective, total violation)`` for feasibility-rule ranking.
+        layout : {"rows", "columns"}
+            Population of shape (S, n) or (n, S); ``"columns"`` is the fastest for
+            problems over a few variables (vectorized reads), see the docs.
+        device, dtype
+            The device populations live on and the working (accumulation) dtype,
+            float32 or float64 (default: the population's own; float32 for integer
+            genes, exact for integer sums below 2**24).
+        compile : bool
+            ``torch.compile`` once, dynamic in the population size (no recompiles).
+        penalty : float
+            Weight of the total violation for ``kind="penalty"``.
+        parameters : dict, optional
+            Parameter values overriding the problem's own.
+
+        Returns
+        -------
+        Fitness
+            ``fit(population)`` -> (S,) (``"split"``: two (S,) tensors); see
+            :class:`constropt.Fitness`.
+        """
+        from ._fitness import Fitness
+
+        return Fitness(self, kind, layout=layout, device=device, dtype=dtype,
+                       compile=compile, penalty=penalty, parameters=parameters)
+
+    # -- plots and scipy interop (interface/_plot.py, solver/_scipy.py) ------------------
     def plot(self, result=None, path=None, resolution: int = 200, *, ax=None, limits=None,
              parameters=None):
         """Plot a two-variable problem: feasible region, objective contours, optimum.

@@ -140,6 +140,7 @@ def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None
     from ..engine._handling import make_handler
     from ..problem._evaluate import report_numpy
     from ._solve import _compile_choice, _point_dict, _seed, polish_from
+    from ._verify import certify
 
     t_start = time.perf_counter()
     if not isinstance(problem, Problem):
@@ -267,22 +268,28 @@ def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None
         used = 0
         if opts.polish and reasons[b] != 3:
             xb, fb, Vb, used, _ = polish_from(problem, xb, M[:, b], xb, fb, Vb, None, 0)
-        feasible = bool(np.all(Vb == 0))
+        left = None if opts.max_evals is None else max(0, opts.max_evals - int(nfev[b]) - used)
+        checked = certify(problem, xb, M[:, b], fb, Vb, budget=left)  # exact (Arb balls)
+        xb, fb, Vb = checked.x, checked.fun, checked.violations
+        used += checked.evaluations
+        feasible = checked.verification.feasible
         status = statuses[int(reasons[b])] if feasible else Status.INFEASIBLE
-        message = status.value if feasible else \
-            f"{Status.INFEASIBLE.value} (search ended: {statuses[int(reasons[b])].value})"
+        message = status.value if feasible else (
+            f"{Status.INFEASIBLE.value}{checked.note} (search ended: "
+            f"{statuses[int(reasons[b])].value})")
         if feasible and objective_verdict(problem, fb) is not None:  # NaN / inf objective
             status, message = objective_verdict(problem, fb)
         k = int(nits[b]) + 1
         results.append(Result(
-            x=_point_dict(problem, xb), x_array=xb, variables=problem.variables, fun=fb,
+            x=_point_dict(problem, xb, checked.genes), x_array=xb,
+            variables=problem.variables, fun=fb,
             feasible=feasible, maxcv=float(Vb.max()) if Vb.size else 0.0, violations=Vb,
             success=feasible and not status.failed, status=status, message=message,
             nit=int(nits[b]),
             nfev=int(nfev[b]) + used, seed=seed, device=str(dev),
             timings={},
             history=History(S * (1 + np.arange(k)), sign * hf[:k, b], hc[:k, b]),
-            problem=problem))
+            problem=problem, verification=checked.verification))
     polish_s = time.perf_counter() - t_pol
     total = time.perf_counter() - t_start
     share = {"compile": compile_s / B, "search": search_s / B, "polish": polish_s / B,

@@ -3,25 +3,50 @@
 A checkpoint holds the problem, the solve's settings (seed, device, dtype, options),
 the loop state (population, best point, counters, history, the algorithm's own state)
 and the random generator's state, so a resumed run on CPU ends in exactly the result of
-an uninterrupted run with the same seed.  Files are written to a temporary name in the
-same folder and renamed over the target, so a crash mid-write never leaves a truncated
-checkpoint.  Checkpoints are pickles: load only files you wrote yourself.
+an uninterrupted run with the same seed.
+
+The file is data, never a pickle: loading one cannot run code.  Layout::
+
+    MAGIC | header length (8 bytes, little endian) | header (JSON) | array bytes | sha256
+
+The JSON header describes the state as a tree of numbers, strings, None, lists,
+tuples, dicts, dataclasses and NamedTuples (of ``constropt`` classes only, rebuilt field
+by field), torch dtypes, sympy objects (as ``srepr`` text, read back by the allow-list
+reader of :mod:`constropt.files`) and arrays (dtype, shape, offset into the array
+bytes).  The sha256 covers everything before it; any mismatch, truncation or malformed
+part is refused with :class:`CheckpointError`.  The checksum detects corruption, not
+forgery: it is not a signature.
+
+Files are written to a uniquely named temporary file in the same folder and renamed
+over the target, so a crash mid-write never leaves a truncated checkpoint; a temporary
+file left by a killed process is removed by the next write (or read) of that
+checkpoint.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import hashlib
+import importlib
+import json
 import os
+import re
+import struct
 import tempfile
 
 import numpy as np
 
-from .._errors import CheckpointError
+from .._errors import CheckpointError, ParseError
 
-__all__ = ["fingerprint", "write_checkpoint", "read_checkpoint", "FORMAT", "VERSION"]
+__all__ = ["fingerprint", "write_checkpoint", "read_checkpoint", "check_writable",
+           "encode", "decode", "problem_data", "problem_from_data", "FORMAT", "VERSION"]
 
 FORMAT = "constropt-checkpoint"
-VERSION = 1
+VERSION = 2
+MAGIC = b"CONSTROPT-CHECKPOINT\n"
+_HASH = 32
+_NUMPY_KINDS = set("biuf")  # bool, integers, floats: never object arrays
 
 
 def fingerprint(problem) -> str:
@@ -35,16 +60,242 @@ def fingerprint(problem) -> str:
     return h.hexdigest()
 
 
-def write_checkpoint(path, payload: dict) -> None:
-    """Write ``payload`` to ``path`` atomically (temporary file, then rename)."""
+# -- the problem as data -----------------------------------------------------------------
+
+def problem_data(problem):
+    """The arguments that rebuild ``problem`` (what ``Problem.__reduce__`` names)."""
+    return tuple(problem.__reduce__()[1])
+
+
+def problem_from_data(args):
+    """Rebuild a Problem from :func:`problem_data` (never a callable from the file)."""
+    from ..problem._problem import _rebuild
+
+    return _rebuild(*args)
+
+
+# -- the tree encoding -------------------------------------------------------------------
+
+def _class_name(cls) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def _resolve(name):
+    """A constropt dataclass, NamedTuple or Enum class named in a checkpoint."""
+    if not isinstance(name, str) or not re.fullmatch(r"constropt(\.\w+)*:[\w.]+", name):
+        raise CheckpointError(f"checkpoint names a class outside constropt: {name!r:.80}")
+    module, qual = name.split(":")
+    try:
+        obj = importlib.import_module(module)
+        for part in qual.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError):
+        raise CheckpointError(f"checkpoint names an unknown class {name!r}; it was "
+                              "written by another version of constropt") from None
+    ok = isinstance(obj, type) and (dataclasses.is_dataclass(obj) or issubclass(obj, enum.Enum)
+                                    or (issubclass(obj, tuple) and hasattr(obj, "_fields")))
+    if not ok:
+        raise CheckpointError(f"checkpoint names {name!r}, which is not a state class")
+    return obj
+
+
+def encode(obj, blob: list) -> object:
+    """``obj`` as JSON-ready data; array bytes are appended to ``blob`` (a list of bytes)."""
+    import sympy
     import torch
 
+    def add(raw: bytes) -> int:
+        at = blob[0]
+        blob.append(raw)
+        blob[0] += len(raw)
+        return at
+
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if isinstance(obj, (int, float)) and not isinstance(obj, enum.Enum):
+        return {"$": "float", "v": repr(float(obj))} if isinstance(obj, float) else int(obj)
+    if isinstance(obj, np.generic):
+        return encode(obj.item(), blob)
+    if isinstance(obj, torch.Tensor):
+        t = obj.detach().cpu().contiguous()
+        raw = t.reshape(-1).view(torch.uint8).numpy().tobytes()
+        return {"$": "tensor", "dtype": str(t.dtype).removeprefix("torch."),
+                "shape": list(t.shape), "at": add(raw), "nbytes": len(raw)}
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.kind not in _NUMPY_KINDS:
+            raise CheckpointError(f"cannot store an array of dtype {obj.dtype}")
+        raw = np.ascontiguousarray(obj).tobytes()
+        return {"$": "ndarray", "dtype": obj.dtype.str, "shape": list(obj.shape),
+                "at": add(raw), "nbytes": len(raw)}
+    if isinstance(obj, torch.dtype):
+        return {"$": "torch.dtype", "name": str(obj).removeprefix("torch.")}
+    if isinstance(obj, torch.device):
+        return {"$": "torch.device", "name": str(obj)}
+    if isinstance(obj, sympy.Basic):
+        return {"$": "sympy", "srepr": sympy.srepr(obj)}
+    if isinstance(obj, enum.Enum):
+        return {"$": "enum", "cls": _class_name(type(obj)), "name": obj.name}
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return {"$": "namedtuple", "cls": _class_name(type(obj)),
+                "items": [encode(v, blob) for v in obj]}
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {"$": "dataclass", "cls": _class_name(type(obj)),
+                "fields": {f.name: encode(getattr(obj, f.name), blob)
+                           for f in dataclasses.fields(obj)}}
+    if isinstance(obj, (tuple, list)):
+        return {"$": type(obj).__name__, "items": [encode(v, blob) for v in obj]}
+    if isinstance(obj, dict):
+        return {"$": "dict", "items": [[encode(k, blob), encode(v, blob)]
+                                       for k, v in obj.items()]}
+    raise CheckpointError(f"cannot store a {type(obj).__name__} in a checkpoint")
+
+
+def decode(data, blob: memoryview):
+    """Inverse of :func:`encode`; anything malformed raises :class:`CheckpointError`."""
+    import torch
+
+    if data is None or isinstance(data, (bool, str, int)):
+        return data
+    if isinstance(data, list) or not isinstance(data, dict):
+        raise CheckpointError(f"malformed checkpoint entry {data!r:.80}")
+    kind = data.get("$")
+    if kind == "float":
+        return float(data["v"])
+    if kind in ("tensor", "ndarray"):
+        at, nbytes, shape = data["at"], data["nbytes"], data["shape"]
+        if not (isinstance(at, int) and isinstance(nbytes, int) and 0 <= at
+                and at + nbytes <= len(blob) and isinstance(shape, list)
+                and all(isinstance(s, int) and s >= 0 for s in shape)):
+            raise CheckpointError("malformed array entry in checkpoint")
+        raw = blob[at:at + nbytes]
+        if kind == "ndarray":
+            dt = np.dtype(data["dtype"]) if isinstance(data["dtype"], str) else None
+            if dt is None or dt.kind not in _NUMPY_KINDS:
+                raise CheckpointError(f"checkpoint array of dtype {data['dtype']!r:.40}")
+            return np.frombuffer(raw, dtype=dt).reshape(shape).copy()
+        dt = getattr(torch, str(data["dtype"]), None)
+        if not isinstance(dt, torch.dtype):
+            raise CheckpointError(f"checkpoint tensor of dtype {data['dtype']!r:.40}")
+        t = torch.frombuffer(bytearray(raw), dtype=torch.uint8) if nbytes else \
+            torch.empty(0, dtype=torch.uint8)
+        return t.view(dt).reshape(shape).clone()
+    if kind == "torch.dtype":
+        dt = getattr(torch, str(data["name"]), None)
+        if not isinstance(dt, torch.dtype):
+            raise CheckpointError(f"unknown torch dtype {data['name']!r:.40} in checkpoint")
+        return dt
+    if kind == "torch.device":
+        return torch.device(str(data["name"]))
+    if kind == "sympy":
+        from ..files._srepr import read_srepr
+
+        try:
+            return read_srepr(data["srepr"])
+        except ParseError as exc:
+            raise CheckpointError(f"checkpoint holds an unreadable expression ({exc})") from None
+    if kind == "enum":
+        return _resolve(data["cls"])[data["name"]]
+    if kind == "namedtuple":
+        cls = _resolve(data["cls"])
+        items = [decode(v, blob) for v in data["items"]]
+        if len(items) != len(cls._fields):
+            raise CheckpointError(f"checkpoint state {data['cls']} has {len(items)} fields; "
+                                  f"this constropt has {len(cls._fields)}")
+        return cls(*items)
+    if kind == "dataclass":
+        cls = _resolve(data["cls"])
+        names = {f.name for f in dataclasses.fields(cls)}
+        if set(data["fields"]) != names:
+            raise CheckpointError(f"checkpoint state {data['cls']} has other fields than "
+                                  "this constropt's; it was written by another version")
+        obj = cls.__new__(cls)
+        for k, v in data["fields"].items():
+            object.__setattr__(obj, k, decode(v, blob))
+        return obj
+    if kind in ("tuple", "list"):
+        items = [decode(v, blob) for v in data["items"]]
+        return tuple(items) if kind == "tuple" else items
+    if kind == "dict":
+        return {decode(k, blob): decode(v, blob) for k, v in data["items"]}
+    raise CheckpointError(f"unknown entry kind {kind!r:.40} in checkpoint")
+
+
+# -- files -------------------------------------------------------------------------------
+
+def check_writable(path) -> None:
+    """:class:`CheckpointError` now if a checkpoint could not be written to ``path`` later
+    (its folder is missing or read-only, or ``path`` is a folder)."""
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".constropt-", suffix=".tmp", dir=folder)
+    if os.path.isdir(path):
+        raise CheckpointError(f"checkpoint path {path!r} is a folder, not a file")
+    if not os.path.isdir(folder):
+        raise CheckpointError(f"cannot write checkpoint {path!r}: folder {folder!r} does "
+                              "not exist")
+    if not os.access(folder, os.W_OK):
+        raise CheckpointError(f"cannot write checkpoint {path!r}: folder {folder!r} is not "
+                              "writable")
+
+
+def _temp_prefix(path: str) -> str:
+    return f".constropt-{os.path.basename(path)}."
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def clean_stale_temps(path) -> int:
+    """Remove temporary files of ``path`` left by processes that no longer run (killed
+    mid-write).  Returns how many were removed."""
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    prefix = _temp_prefix(path)
+    removed = 0
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return 0
+    for name in names:
+        if not (name.startswith(prefix) and name.endswith(".tmp")):
+            continue
+        pid = name[len(prefix):].split(".", 1)[0]
+        if pid.isdigit() and (int(pid) == os.getpid() or not _alive(int(pid))):
+            try:
+                os.unlink(os.path.join(folder, name))
+                removed += 1
+            except OSError:
+                pass
+    return removed
+
+
+def _serialize(payload: dict) -> bytes:
+    blob: list = [0]
+    tree = encode({"format": FORMAT, "version": VERSION, **payload}, blob)
+    body = b"".join(blob[1:])
+    header = json.dumps({"format": FORMAT, "version": VERSION, "tree": tree,
+                         "blob_bytes": len(body)}, separators=(",", ":")).encode()
+    data = MAGIC + struct.pack("<Q", len(header)) + header + body
+    return data + hashlib.sha256(data).digest()
+
+
+def write_checkpoint(path, payload: dict) -> None:
+    """Write ``payload`` to ``path`` atomically (temporary file, then rename)."""
+    path = os.fspath(path)
+    data = _serialize(payload)  # fails (CheckpointError) before any file is touched
+    folder = os.path.dirname(os.path.abspath(path))
+    clean_stale_temps(path)
+    fd, tmp = tempfile.mkstemp(prefix=f"{_temp_prefix(path)}{os.getpid()}.", suffix=".tmp",
+                               dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:
-            torch.save({"format": FORMAT, "version": VERSION, **payload}, fh)
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -56,21 +307,43 @@ def write_checkpoint(path, payload: dict) -> None:
 
 def read_checkpoint(path) -> dict:
     """Load a checkpoint; :class:`CheckpointError` if it is missing, corrupt or foreign."""
-    import torch
-
     path = os.fspath(path)
     if not os.path.exists(path):
         raise CheckpointError(f"checkpoint {path!r} does not exist")
+    clean_stale_temps(path)
     try:
-        data = torch.load(path, map_location="cpu", weights_only=False)
-    except Exception as exc:  # any unpickling failure means the file is unusable
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise CheckpointError(f"cannot read checkpoint {path!r}: {exc.strerror}") from None
+    if not raw.startswith(MAGIC):
+        raise CheckpointError(f"{path!r} is corrupt or not a constropt checkpoint (no "
+                              "constropt checkpoint header)")
+    body, digest = raw[:-_HASH], raw[-_HASH:]
+    if len(raw) < len(MAGIC) + 8 + _HASH or hashlib.sha256(body).digest() != digest:
+        raise CheckpointError(f"checkpoint {path!r} is corrupt: its sha256 checksum does not "
+                              "match its contents (truncated or modified)")
+    (hlen,) = struct.unpack("<Q", body[len(MAGIC):len(MAGIC) + 8])
+    start = len(MAGIC) + 8
+    try:
+        header = json.loads(body[start:start + hlen].decode())
+        blob = memoryview(body)[start + hlen:]
+        if header.get("format") != FORMAT:
+            raise CheckpointError(f"{path!r} is not a constropt checkpoint")
+        if header.get("version") != VERSION:
+            raise CheckpointError(f"checkpoint {path!r} has version {header.get('version')}; "
+                                  f"this constropt reads version {VERSION}")
+        if header.get("blob_bytes") != len(blob):
+            raise CheckpointError(f"checkpoint {path!r} is corrupt (array bytes)")
+        data = decode(header["tree"], blob)
+    except CheckpointError as exc:
+        raise CheckpointError(f"checkpoint {path!r}: {exc}" if path not in str(exc)
+                              else str(exc)) from None
+    except (ValueError, KeyError, TypeError, RecursionError, AttributeError) as exc:
         raise CheckpointError(f"checkpoint {path!r} is corrupt or not a constropt "
-                              f"checkpoint ({type(exc).__name__}: {exc})") from None
+                              f"checkpoint ({type(exc).__name__})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise CheckpointError(f"{path!r} is not a constropt checkpoint")
-    if data.get("version") != VERSION:
-        raise CheckpointError(f"checkpoint {path!r} has version {data.get('version')}; this "
-                              f"constropt reads version {VERSION}")
     missing = {"fingerprint", "problem", "settings", "loop", "generator"} - set(data)
     if missing:
         raise CheckpointError(f"checkpoint {path!r} is incomplete (missing "

@@ -15,7 +15,7 @@ import numpy as np
 from ..problem._bounds import with_box
 from ..problem._evaluate import report_numpy
 
-__all__ = ["MAX_EXPANSIONS", "FACTOR", "pressed_sides", "expand", "describe"]
+__all__ = ["MAX_EXPANSIONS", "FACTOR", "pressed_sides", "expand", "describe", "open_side"]
 
 #: Expansions of the soft sides before an open side still pressed is reported unbounded.
 MAX_EXPANSIONS = 4
@@ -82,3 +82,10 @@ def describe(problem, box, lower_mask, upper_mask) -> str:
         if upper_mask[sl].any():
             parts.append(f"{b.symbol} (upper side at {box.upper[sl].max():.6g})")
     return ", ".join(parts)
+
+
+def open_side(problem, lower_mask, upper_mask) -> bool:
+    """Whether a pressed side has no bound at all (an infinite hard limit)."""
+    soft = problem._soft
+    return bool((lower_mask & ~np.isfinite(soft.hard_lower)).any()
+                or (upper_mask & ~np.isfinite(soft.hard_upper)).any())

@@ -39,7 +39,10 @@ class SolveOptions:
     max_evals : int or None
         Evaluation budget, polish included; never exceeded.
     time_limit : float or None
-        Seconds of search; checked every generation.
+        Seconds for the whole solve call, polish included: the search stops at the
+        deadline less a tenth of it (kept for the polish, when on), the polish at the
+        deadline (status ``TIME_LIMIT``).  The float64 check of the final point and the
+        optional cross-check come after it.
     target : float or None
         Stop once a feasible point reaches this objective (user's sense).
     stagnation : int
@@ -90,12 +93,22 @@ class SolveOptions:
         more runs (G17, G21, G22) than with repair.
     checkpoint : str or path or None
         Write the engine state to this file every ``checkpoint_every`` generations
-        (atomically); continue with :func:`constropt.resume`.
+        (atomically, as data with a sha256 checksum: never a pickle); continue with
+        :func:`constropt.resume`.  Its folder must exist: checked before the search
+        (:class:`CheckpointError`).
     checkpoint_every : int
         Generations between checkpoints.
     memory_budget : int or None
         Bytes one evaluation may use before the population is evaluated in chunks
         (eager mode); default half the memory available on the device.
+    certify : bool, "auto" or float
+        After the search, prove a bound on the optimum by interval branch-and-bound
+        (see the Certificates page): True aims for relative gap 1e-6, a number in
+        ``(0, 1)`` is the target gap, ``"auto"`` runs only on problems of at most 4
+        scalar variables for at most 2 s.  The result's ``lower_bound``, ``gap`` and
+        ``certificate`` say what was proven.
+    certify_time : float
+        Seconds the branch-and-bound may run (``certify=True`` or a gap).
     on_generation : callable or None
         Advanced: ``on_generation(state, algorithm) -> bool | None`` after every
         generation, with the engine's loop state (``state.alg`` may be replaced, e.g. to
@@ -129,6 +142,8 @@ class SolveOptions:
     checkpoint_every: int = 50
     memory_budget: int | None = None
     on_generation: object = None
+    certify: object = False
+    certify_time: float = 60.0
 
     @classmethod
     def from_kwargs(cls, kwargs: dict) -> SolveOptions:
@@ -188,6 +203,13 @@ class SolveOptions:
             raise OptionError(f"on_generation must be callable, got {self.on_generation!r}")
         if self.callback is not None and not callable(self.callback):
             raise OptionError(f"callback must be callable, got {self.callback!r}")
+        from ._certify import certify_option
+
+        certify_option(self.certify)
+        if isinstance(self.certify_time, bool) or not isinstance(
+                self.certify_time, (int, float)) or not self.certify_time > 0:
+            raise OptionError(f"certify_time must be a positive number of seconds, got "
+                              f"{self.certify_time!r}")
         for name in ("polish", "throw"):
             if not isinstance(getattr(self, name), bool):
                 raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}")

@@ -1,9 +1,11 @@
 """Live progress and user callbacks during a solve.
 
 Every ``check_every`` generations the engine hands the population to a monitor, which
-builds a read-only :class:`Progress` snapshot, updates the live display (a single line
-on stderr, only when stderr is a terminal unless ``progress=True``) and calls the
-user's ``callback(state)``; a callback returning True stops the run.
+builds a read-only :class:`Progress` snapshot, updates the live display (only when
+stderr is a terminal unless ``progress=True``) and calls the user's ``callback(state)``;
+a callback returning True stops the run.  On a terminal the display is one line
+rewritten in place (``\r``); on anything else (a file, a pipe, a CI log) each snapshot
+is a line of its own, so logs stay readable.
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ def make_monitor(maximize: bool, progress, callback, stream=None):
         return None
     sign = -1.0 if maximize else 1.0
     state = {"shown": False}
+    in_place = bool(getattr(stream, "isatty", lambda: False)())
 
     def monitor(generation, nfev, pop, elapsed) -> bool:
         snap = Progress(
@@ -88,9 +91,9 @@ def make_monitor(maximize: bool, progress, callback, stream=None):
             elapsed=elapsed, x=pop.X[:, 0].double().cpu().numpy())
         snap.x.setflags(write=False)
         if show:
-            stream.write("\r" + snap.line())
+            stream.write("\r" + snap.line() if in_place else snap.line() + "\n")
             stream.flush()
-            state["shown"] = True
+            state["shown"] = in_place
         stop = bool(callback(snap)) if callback is not None else False
         return stop
 

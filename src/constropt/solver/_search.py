@@ -72,12 +72,45 @@ def _to_device(obj, dev):
     return obj
 
 
+def _history_used(st):
+    """The loop state with its history cut to the generations run (a checkpoint stores
+    only those, not ``max_generations`` rows of which most are empty)."""
+    import dataclasses
+
+    if not (hasattr(st, "hist") and hasattr(st, "hist_nfev") and hasattr(st, "g")):
+        return st
+    return dataclasses.replace(st, hist=st.hist[: st.g + 1], hist_nfev=st.hist_nfev[: st.g + 1])
+
+
+def _history_room(st, max_generations: int):
+    """Inverse of :func:`_history_used`: history rows for every generation again."""
+    import dataclasses
+    import math
+
+    import numpy as np
+    import torch
+
+    if not (hasattr(st, "hist") and hasattr(st, "hist_nfev")):
+        return st
+    rows = max_generations + 1
+    if st.hist.shape[0] >= rows:
+        return st
+    hist = torch.full((rows, st.hist.shape[1]), math.nan, dtype=st.hist.dtype,
+                      device=st.hist.device)
+    hist[: st.hist.shape[0]] = st.hist
+    hist_nfev = np.zeros(rows, dtype=np.int64)
+    hist_nfev[: st.hist_nfev.shape[0]] = st.hist_nfev
+    return dataclasses.replace(st, hist=hist, hist_nfev=hist_nfev)
+
+
 def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S: int,
-               resume=None, settings=None):
+               resume=None, settings=None, deadline=None):
     """Run the evolutionary search; returns ``(Outcome, compile_seconds)``.
 
     ``resume`` is a checkpoint's dict (loop and generator state) to continue from;
-    ``settings`` what a checkpoint written by this run records about the solve.
+    ``settings`` what a checkpoint written by this run records about the solve;
+    ``deadline`` a ``time.perf_counter()`` value the search stops at (it replaces
+    ``opts.time_limit``, which the caller turned into this deadline).
     """
     import torch
 
@@ -150,7 +183,8 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
     target = None
     if opts.target is not None:
         target = -opts.target if problem.maximize else opts.target
-    reserve = min(opts.max_evals // 10, 300) if opts.polish and opts.max_evals else 0
+    # kept for the polish, and 1 for the float64 check of the final point
+    reserve = (min(opts.max_evals // 10, 300) if opts.polish and opts.max_evals else 0) + 1
     term = Termination(
         max_generations=opts.max_generations or (1000 if algorithm == "ga" else 3000),
         max_evals=None if opts.max_evals is None else opts.max_evals - reserve,
@@ -172,18 +206,24 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
         X0 = new_population()
     state = None
     if resume is not None:
-        state = _to_device(resume["loop"], dev)
+        state = _history_room(_to_device(resume["loop"], dev), term.max_generations)
         gen.set_state(resume["generator"])
     save = None
     if opts.checkpoint is not None:
-        from ._checkpoint import fingerprint, write_checkpoint
+        from ._checkpoint import fingerprint, problem_data, write_checkpoint
 
-        fp = fingerprint(problem)
+        fp, pdata = fingerprint(problem), problem_data(problem)
 
         def save(st):
             write_checkpoint(opts.checkpoint, {
-                "fingerprint": fp, "problem": problem, "settings": settings,
-                "loop": _to_device(st, "cpu"), "generator": gen.get_state()})
+                "fingerprint": fp, "problem": pdata, "settings": settings,
+                "loop": _to_device(_history_used(st), "cpu"), "generator": gen.get_state()})
+    if deadline is not None:  # the search's clock starts now: what is left of the deadline
+        import dataclasses
+
+        before = getattr(state, "elapsed", 0.0) if state is not None else 0.0
+        term = dataclasses.replace(term, time_limit=max(deadline - time.perf_counter(), 0.0)
+                                   + before)
     try:
         # no autograd bookkeeping in the search (a few microseconds an op, which is most
         # of a small problem's generation)

@@ -15,6 +15,7 @@ from ..problem._problem import Problem
 from ._options import SolveOptions, refuse_problem_options
 from ._result import History, Result, Status
 from ._verdict import UNBOUNDED_LEVEL, check_point, diverges, objective_verdict
+from ._verify import certify
 
 __all__ = ["solve", "resume", "COMPILE_THRESHOLD", "UNBOUNDED_LEVEL", "check_point"]
 
@@ -40,15 +41,25 @@ def _compile_choice(compile, work: int) -> bool:
     raise OptionError(f"compile must be 'auto', True or False, got {compile!r}")
 
 
-def _point_dict(problem: Problem, x: np.ndarray) -> dict:
+def _point_dict(problem: Problem, x: np.ndarray, genes=None) -> dict:
+    """``{symbol: value}``; ``genes`` (the exact point of :func:`certify`) gives integer
+    variables as exact Python ints, even beyond 2**53."""
     out = {}
     for b in problem.layout.blocks:
         vals = x[b.offset:b.offset + b.size]
         integer = problem.integer[b.offset]
+        exact = None if genes is None else genes[b.offset:b.offset + b.size]
         if b.shape == ():
-            out[b.symbol] = int(round(vals[0])) if integer else float(vals[0])
+            if integer:
+                out[b.symbol] = exact[0] if exact is not None else int(round(vals[0]))
+            else:
+                out[b.symbol] = float(vals[0])
+        elif integer and exact is not None and max(map(abs, exact)) >= 2**62:
+            out[b.symbol] = np.array(exact, dtype=object).reshape(b.shape)
         else:
             arr = np.round(vals).astype(np.int64) if integer else vals.copy()
+            if integer and exact is not None:
+                arr = np.array(exact, dtype=np.int64)
             out[b.symbol] = arr.reshape(b.shape)
     return out
 
@@ -59,32 +70,54 @@ def _key(problem, f: float, V: np.ndarray):
     return (cv, math.inf if math.isnan(fmin) else fmin)
 
 
-def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev):
+def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, deadline=None):
     """SLSQP from ``start`` (strict margin 0, then 1e-9, then 1e-6 if it ends a hair
-    outside); the result replaces ``best`` if feasible and better.
+    outside); the result replaces ``best`` if feasible and better.  Each float64 check of
+    a candidate counts one evaluation.
 
-    Returns ``(x, f, V, nfev, stop)``; ``stop`` when the budget is spent.
+    Returns ``(x, f, V, nfev, stop)``; ``stop`` when the budget or the time (``deadline``,
+    a ``time.perf_counter()`` value) is spent.  Ctrl-C raises :class:`PolishInterrupted`
+    whose ``state`` is ``(x, f, V, nfev)`` with the polish's last point taken if better.
     """
-    from ._polish import polish
+    from ._polish import PolishInterrupted, polish
 
     for margin in (0.0, 1e-9, 1e-6):
-        budget = None if max_evals is None else max_evals - nfev
+        budget = None if max_evals is None else max_evals - nfev - 1  # 1: the check
         if budget is not None and budget < 10:
             return best, f_best, V_best, nfev, True
-        cand, used = polish(problem, start, pvec, max_evals=budget, margin=margin)
-        nfev += used
+        if deadline is not None and time.perf_counter() >= deadline:
+            return best, f_best, V_best, nfev, True
+        info: dict = {}
+        try:
+            cand, used = polish(problem, start, pvec, max_evals=budget, margin=margin,
+                                deadline=deadline, info=info)
+        except PolishInterrupted as exc:
+            nfev += exc.nfev + 1
+            f_c, V_c = check_point(problem, exc.x, pvec)
+            if np.all(V_c == 0) and _key(problem, f_c, V_c) < _key(problem, f_best, V_best):
+                best, f_best, V_best = exc.x, f_c, V_c
+            exc.state = (best, f_best, V_best, nfev)
+            raise
+        nfev += used + 1
         f_c, V_c = check_point(problem, cand, pvec)
         if np.all(V_c == 0):
             if _key(problem, f_c, V_c) < _key(problem, f_best, V_best):
                 best, f_best, V_best = cand, f_c, V_c
             break
-    return best, f_best, V_best, nfev, False
+        if info.get("timed_out"):
+            return best, f_best, V_best, nfev, True
+    return best, f_best, V_best, nfev, bool(info.get("timed_out"))
 
 
 def _polish_stage(problem, out, best, f_best, V_best, pvec, max_evals, nfev,
-                  starts: int = 3):
+                  starts: int = 3, deadline=None):
     """SLSQP from the best point and from other distinct good points of the last
-    population; keep the best feasible result.  Returns ``(x, f, V, nfev)``."""
+    population; keep the best feasible result.
+
+    Returns ``(x, f, V, nfev, stopped)``: ``stopped`` is None, ``Status.TIME_LIMIT``
+    when the deadline cut the polish short, or ``Status.INTERRUPTED`` after Ctrl-C (the
+    best point so far is kept; a second Ctrl-C propagates).
+    """
     pop = out.population.X.double().cpu().numpy()
     cands = [best]
     for j in range(pop.shape[1]):
@@ -94,12 +127,19 @@ def _polish_stage(problem, out, best, f_best, V_best, pvec, max_evals, nfev,
         scale = np.maximum(problem.upper - problem.lower, 1e-12)
         if all(np.max(np.abs(p - c) / scale) > 1e-3 for c in cands):
             cands.append(p)
-    for start in cands:
-        best, f_best, V_best, nfev, stop = polish_from(problem, start, pvec, best, f_best,
-                                                       V_best, max_evals, nfev)
-        if stop:
-            break
-    return best, f_best, V_best, nfev
+    try:
+        for start in cands:
+            best, f_best, V_best, nfev, stop = polish_from(problem, start, pvec, best, f_best,
+                                                           V_best, max_evals, nfev, deadline)
+            if stop:
+                timed_out = deadline is not None and time.perf_counter() >= deadline
+                return best, f_best, V_best, nfev, Status.TIME_LIMIT if timed_out else None
+    except KeyboardInterrupt as exc:
+        state = getattr(exc, "state", None)
+        if state is not None:
+            best, f_best, V_best, nfev = state
+        return best, f_best, V_best, nfev, Status.INTERRUPTED
+    return best, f_best, V_best, nfev, None
 
 
 def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=False,
@@ -137,9 +177,12 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
     -------
     Result
     """
+    t_start = time.perf_counter()
+    import torch  # noqa: F401 - the first solve of a process pays this: timed as "import"
+
     from ..engine._backend import resolve_device
 
-    t_start = time.perf_counter()
+    t_import = time.perf_counter() - t_start
     opts = SolveOptions.from_kwargs(options)
     dev = resolve_device(device)
     seed = _seed(seed)
@@ -157,20 +200,27 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
                           default_bound=opts.default_bound)
         t_lower = time.perf_counter() - t0
     pvec = problem.parameter_vector(opts.parameters if isinstance(objective, Problem) else None)
+    from ..problem._fbbt import prove_infeasible
+
+    proof = prove_infeasible(problem, pvec)
+    if proof is not None:  # bound propagation emptied the box: no search to run
+        from ._certify import proof_result
+
+        result = proof_result(problem, proof, pvec, seed, str(dev), t_start, t_lower)
+        if opts.throw:
+            raise SolveFailedError(f"solve failed: {result.message}", result)
+        return result
     settings = {"seed": seed, "device": str(dev), "dtype": dtype, "compile": compile,
                 "cross_check": cross_check, "pvec": pvec,
                 "options": {k: v for k, v in vars(opts).items()
                             if k not in ("callback", "progress", "checkpoint",
                                          "on_generation")}}
     return _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_start,
-                    t_lower, settings)
+                    {"import": t_import, "lowering": t_lower}, settings)
 
 
-def _open(problem, lower_mask, upper_mask) -> bool:
-    """Whether a pressed side has no bound at all (an infinite hard limit)."""
-    soft = problem._soft
-    return bool((lower_mask & ~np.isfinite(soft.hard_lower)).any()
-                or (upper_mask & ~np.isfinite(soft.hard_upper)).any())
+#: Share of ``time_limit`` kept for the polish when the search would use it all.
+POLISH_TIME_SHARE = 0.1
 
 
 def _remaining(opts, nfev: int, seconds: float):
@@ -186,47 +236,67 @@ def _remaining(opts, nfev: int, seconds: float):
     return replace(opts, **left) if left else opts
 
 
-def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_start, t_lower,
+def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_start, spent,
              settings, resume=None) -> Result:
-    """Search, polish, check and build the Result (shared by solve and resume)."""
+    """Search, polish, check and build the Result (shared by solve and resume).
+
+    ``spent``: seconds already spent by part (``import``, ``lowering``), from
+    ``t_start``.  ``time_limit`` is a deadline for the whole call: the search stops at
+    it less a share kept for the polish, and the polish stops at it.  Soft sides of the
+    box expand while the best point presses on them (each expansion a new search within
+    the budgets left).
+    """
     from ..engine._backend import resolve_dtype
     from ..problem._bounds import parameter_box
-    from ._expand import MAX_EXPANSIONS, describe, expand, pressed_sides
+    from ._expand import MAX_EXPANSIONS, describe, expand, open_side, pressed_sides
     from ._search import default_pop_size, run_search
 
+    if opts.checkpoint is not None:  # fail now, not after the whole search
+        from ._checkpoint import check_writable
+
+        check_writable(opts.checkpoint)
+    deadline = None if opts.time_limit is None else t_start + opts.time_limit
     problem = parameter_box(problem, pvec)  # bounds that depend on parameters follow them
     n = problem.n
     S = opts.pop_size or default_pop_size(opts.algorithm, n)
     S += S % 2
     wdtype = resolve_dtype(dtype, dev, S * n)
     use_compile = _compile_choice(compile, S * n)
+    before = getattr(resume["loop"], "elapsed", 0.0) if resume is not None else 0.0
+    search_deadline = None
+    if deadline is not None:
+        search_deadline = deadline - (POLISH_TIME_SHARE * opts.time_limit if opts.polish else 0)
     # soft sides expand while the best point presses on them; a checkpointed (or resumed)
     # run is one search, so that resuming ends exactly where the uninterrupted run does
     expandable = problem._soft.any and resume is None and opts.checkpoint is None
     box, rounds, nfev, nit, compile_s, polish_s, search_s = problem, 0, 0, 0, 0.0, 0.0, 0.0
-    hist, pressed = [], None
+    hist, pressed, reason = [], None, None
     while True:
         ropts = _remaining(opts, nfev, search_s + polish_s)
         out, c_s = run_search(box, ropts, dev, wdtype, use_compile, seed, pvec, S,
-                              resume=resume, settings=settings)
-        compile_s, search_s, nit = compile_s + c_s, search_s + out.seconds, nit + out.nit
+                              resume=resume, settings=settings, deadline=search_deadline)
+        compile_s, nit = compile_s + c_s, nit + out.nit
+        search_s += out.seconds - before  # this call's share (a resumed run counts on)
         hist.append((nfev + out.hist_nfev, out.hist_f, out.hist_cv))
         best = out.best_x.double().cpu().numpy()
         f_best, V_best = check_point(problem, best, pvec)
-        base, nfev = nfev, nfev + out.nfev
+        base, nfev = nfev, nfev + out.nfev + 1  # the float64 check is an evaluation too
+        reason = out.reason
         t_pol = time.perf_counter()
         if opts.polish and n <= 2000 and out.reason not in (Status.UNBOUNDED,
                                                             Status.INTERRUPTED):
             budget = None if opts.max_evals is None else opts.max_evals - base
-            best, f_best, V_best, used = _polish_stage(box, out, best, f_best, V_best, pvec,
-                                                       budget, nfev - base)
+            best, f_best, V_best, used, stopped = _polish_stage(
+                box, out, best, f_best, V_best, pvec, budget, nfev - base, deadline=deadline)
             nfev = base + used
+            if stopped is not None:
+                reason = stopped
         polish_s += time.perf_counter() - t_pol
         pressed = None
         probe_room = opts.max_evals is None or nfev + 2 * n <= opts.max_evals
         if not (expandable and probe_room and np.all(V_best == 0) and np.isfinite(f_best)) or \
-                out.reason in (Status.INTERRUPTED, Status.CALLBACK, Status.TARGET,
-                               Status.UNBOUNDED):
+                reason in (Status.INTERRUPTED, Status.CALLBACK, Status.TARGET,
+                           Status.UNBOUNDED, Status.TIME_LIMIT):
             break
         lo_m, hi_m, used = pressed_sides(problem, box, best, f_best, pvec)
         nfev += used
@@ -241,14 +311,18 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
             break
         box = expand(problem, box, lo_m, hi_m, last=rounds == MAX_EXPANSIONS - 1)
         rounds += 1
+    t_check = time.perf_counter()
 
-    feasible = bool(np.all(V_best == 0))
-    reason = out.reason
+    checked = certify(problem, best, pvec, f_best, V_best,  # exact arithmetic (Arb balls)
+                      budget=None if opts.max_evals is None else opts.max_evals - nfev)
+    best, f_best, V_best = checked.x, checked.fun, checked.violations
+    nfev += checked.evaluations
+    feasible = checked.verification.feasible
     if reason is Status.INTERRUPTED:
-        status, message = reason, reason.value
+        status, message = reason, reason.value + checked.note
     elif not feasible:
         status = Status.INFEASIBLE
-        message = f"{Status.INFEASIBLE.value} (search ended: {reason.value})"
+        message = f"{Status.INFEASIBLE.value}{checked.note} (search ended: {reason.value})"
     elif objective_verdict(problem, f_best) is not None:
         status, message = objective_verdict(problem, f_best)
     else:
@@ -256,7 +330,7 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
         message = reason.value
         fmin = -f_best if problem.maximize else f_best
         unbounded = fmin <= -UNBOUNDED_LEVEL
-        probe_cost = 2 * int((~problem.integer).sum()) * (45 + 330)
+        probe_cost = 2 * int((~problem.integer).sum()) * (45 + 330) + 1
         if not unbounded and reason is not Status.TARGET and problem.n <= 2000 and (
                 opts.max_evals is None or nfev + probe_cost <= opts.max_evals):
             unbounded, used = diverges(box, best, pvec)
@@ -265,7 +339,7 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
             status = Status.UNBOUNDED
             message = (f"{Status.UNBOUNDED.value} (best objective {f_best:.3g}; the "
                        "objective diverges inside the box or as x approaches its edge)")
-        elif pressed is not None and not _open(problem, *pressed):
+        elif pressed is not None and not open_side(problem, *pressed):
             message += (f"; the best point presses on the search box side of "
                         f"{describe(problem, box, *pressed)}, short of the given bound: the "
                         "budget ended the box's expansion")
@@ -283,15 +357,21 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
     sign = -1.0 if problem.maximize else 1.0
     hist = History(*(np.concatenate([h[k] for h in hist]) for k in range(3)))
     hist = History(hist.nfev, sign * hist.fun, hist.cv)
-    total = time.perf_counter() - t_start
+    timings = {"import": spent.get("import", 0.0), "lowering": spent.get("lowering", 0.0),
+               "setup": 0.0, "compile": compile_s, "search": search_s, "polish": polish_s,
+               "check": time.perf_counter() - t_check}
+    timings["total"] = time.perf_counter() - t_start
+    # setup: options, device, code generation, building the search (all the rest)
+    timings["setup"] = max(0.0, timings["total"] - sum(v for k, v in timings.items()
+                                                       if k != "total"))
     result = Result(
-        x=_point_dict(problem, best), x_array=best, variables=problem.variables,
+        x=_point_dict(problem, best, checked.genes), x_array=best, variables=problem.variables,
         fun=f_best, feasible=feasible, maxcv=float(V_best.max()) if V_best.size else 0.0,
         violations=V_best, success=feasible and not status.failed, status=status,
         message=message, nit=nit, nfev=nfev, seed=seed, device=str(dev),
-        timings={"lowering": t_lower, "compile": compile_s, "search": search_s,
-                 "polish": polish_s, "total": total},
-        history=hist, problem=box if rounds else problem)
+        timings=timings,
+        history=hist, problem=box if rounds else problem,
+        verification=checked.verification)
     if cross_check:
         from ._crosscheck import cross_check as _cc
 
@@ -301,6 +381,10 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
         timings["cross_check"] = time.perf_counter() - t0
         timings["total"] = time.perf_counter() - t_start
         result = replace(result, cross_check=cc, timings=timings)
+    if opts.certify:
+        from ._certify import certify_result
+
+        result = certify_result(result, problem, pvec, opts, dev, t_start)
     if opts.throw and not result.success:
         raise SolveFailedError(f"solve failed: {result.message}", result)
     return result
@@ -333,13 +417,21 @@ def resume(path, *, problem=None, progress=None, callback=None, checkpoint=None)
     CheckpointError
         The file is missing, corrupt, of another version, or of another problem.
     """
-    from .._errors import CheckpointError
+    from .._errors import CheckpointError, ProblemError
     from ..engine._backend import resolve_device
-    from ._checkpoint import fingerprint, read_checkpoint
+    from ._checkpoint import fingerprint, problem_from_data, read_checkpoint
 
     t_start = time.perf_counter()
+    import torch  # noqa: F401 - timed as "import", as in solve
+
+    t_import = time.perf_counter() - t_start
     data = read_checkpoint(path)
-    stored = data["problem"]
+    t0 = time.perf_counter()
+    try:
+        stored = problem_from_data(data["problem"])
+    except (ProblemError, TypeError, ValueError) as exc:
+        raise CheckpointError(f"checkpoint {path!r} holds a problem that cannot be rebuilt "
+                              f"({type(exc).__name__}: {str(exc)[:200]})") from None
     if fingerprint(stored) != data["fingerprint"]:
         raise CheckpointError(f"checkpoint {path!r} is inconsistent: its problem does not "
                               "match its fingerprint")
@@ -352,5 +444,7 @@ def resume(path, *, problem=None, progress=None, callback=None, checkpoint=None)
                                      "callback": callback,
                                      "checkpoint": checkpoint if checkpoint else path})
     dev = resolve_device(st["device"])
+    t_lower = time.perf_counter() - t0
     return _execute(stored, opts, dev, st["dtype"], st["seed"], st["compile"],
-                    st["cross_check"], st["pvec"], t_start, 0.0, st, resume=data)
+                    st["cross_check"], st["pvec"], t_start,
+                    {"import": t_import, "lowering": t_lower}, st, resume=data)

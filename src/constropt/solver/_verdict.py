@@ -76,6 +76,7 @@ def diverges(problem, x: np.ndarray, pvec: np.ndarray) -> tuple[bool, int]:
         lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
     end = np.where(ok_hi, tmax, lo)
     f0 = sign * check_point(problem, x, pvec)[0]
+    used += 1
     rows, feas = [], []
     for frac in 1.0 - 10.0 ** -np.arange(1, 13, 1.0):
         ok, fm = feasible_at(end * frac)
