@@ -69,11 +69,11 @@ def rate(rs) -> str:
 
 
 def latest(records) -> dict:
-    """``{(solver, problem): [records]}``, one record per seed (the last one listed)."""
+    """``{(solver, problem): [records]}``, one record per seed (the last one listed; a
+    crashed run counts as a failed run)."""
     last = {}
     for r in records:
-        if not r.get("error"):
-            last[(r["solver"], r["problem"], r["seed"])] = r
+        last[(r["solver"], r["problem"], r["seed"])] = r
     by = {}
     for (s, p, _), r in sorted(last.items(), key=lambda kv: kv[0]):
         by.setdefault((s, p), []).append(r)

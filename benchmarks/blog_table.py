@@ -94,6 +94,7 @@ def ab(fa, fb, rounds: int, sync=None) -> tuple[float, float]:
     return statistics.median(ta), statistics.median(tb)
 
 
+CONTEXT = [True]  # False (--skip-context): only the rows the acceptance ratios need
 SUMMARY = []   # acceptance lines: (example, what, ratio vs NumPy, ratio vs hand-written)
 
 
@@ -291,29 +292,35 @@ def example_23(example: int, S: int, repeats: int, table: Table, devices):
     np_loads = LOADS[:]
     LOADS.clear()
 
+    if not CONTEXT[0]:
+        LOADS.extend(np_loads)
+        table.add(ex, "NumPy (blog code)", "(S, 3) row-major, float64", t_np, t_np, 32 * S,
+                  check="reference")
     # pure Python over the whole population (lists of floats), fewer repeats
-    rows = pop64.tolist()
+    rows = pop64.tolist() if CONTEXT[0] else []
     py = python_loop(example)
-    t = timed(lambda: py(rows), max(1, repeats // 3))
-    table.add(ex, "pure Python loop", "list of lists, float", t, t_np, 32 * S,
-              check=check_death(ref, np.array(py(rows))), note="whole population")
-    rows = None
-    gc.collect()
-    LOADS.extend(np_loads)
-    table.add(ex, "NumPy (blog code)", "(S, 3) row-major, float64", t_np, t_np, 32 * S,
-              check="reference")
+    if CONTEXT[0]:
+        t = timed(lambda: py(rows), max(1, repeats // 3))
+        table.add(ex, "pure Python loop", "list of lists, float", t, t_np, 32 * S,
+                  check=check_death(ref, np.array(py(rows))), note="whole population")
+        rows = None
+        gc.collect()
+        LOADS.extend(np_loads)
+        table.add(ex, "NumPy (blog code)", "(S, 3) row-major, float64", t_np, t_np, 32 * S,
+                  check="reference")
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rec = benchmarks.get(f"blog_example{example}")
         problem = rec.problem()
-    lam = sp.lambdify(rec.variables, sympy_death(rec), "numpy")
-    cx, cy, cz = pop64[:, 0], pop64[:, 1], pop64[:, 2]
-    with np.errstate(all="ignore"):
-        t = timed(lambda: lam(cx, cy, cz), repeats)
-        got = lam(cx, cy, cz)
-    table.add(ex, "sympy lambdify (numpy)", "(S, 3) row-major, float64", t, t_np, 32 * S,
-              check=check_death(ref, got))
+    if CONTEXT[0]:
+        lam = sp.lambdify(rec.variables, sympy_death(rec), "numpy")
+        cx, cy, cz = pop64[:, 0], pop64[:, 1], pop64[:, 2]
+        with np.errstate(all="ignore"):
+            t = timed(lambda: lam(cx, cy, cz), repeats)
+            got = lam(cx, cy, cz)
+        table.add(ex, "sympy lambdify (numpy)", "(S, 3) row-major, float64", t, t_np,
+                  32 * S, check=check_death(ref, got))
 
     ab_rounds = max(30, 5 * repeats)
     for dev in devices:
@@ -325,7 +332,7 @@ def example_23(example: int, S: int, repeats: int, table: Table, devices):
         for layout, data, desc in (("rm", rm, "(S, 3) row-major, float32"),
                                    ("vm", vm, "(3, S) variable-major, float32")):
             fn = hand_torch(example, layout)
-            if dev == "cpu":
+            if dev == "cpu" and CONTEXT[0]:
                 t = timed(lambda: fn(data), repeats, sync)
                 table.add(ex, "hand-written torch eager", desc, t, t_np, 16 * S,
                           check=check_death(ref, fn(data)))
@@ -340,7 +347,7 @@ def example_23(example: int, S: int, repeats: int, table: Table, devices):
                 ("rm", "rows", rm, "(S, 3) row-major, float32"),
                 ("vm", "columns", vm, "(3, S) variable-major, float32")):
             call = f'problem.fitness("death", layout="{api_layout}")'
-            if dev == "cpu":
+            if dev == "cpu" and CONTEXT[0]:
                 eager = problem.fitness("death", layout=api_layout, compile=False)
                 t = timed(lambda: eager(data), repeats, sync)
                 table.add(ex, f"constropt {call}, compile=False", desc, t, t_np, 16 * S,
@@ -389,41 +396,46 @@ def example_1(S: int, repeats: int, table: Table, devices):
     t_np = timed(lambda: np.sum(pop, axis=1), repeats)
     np_loads = LOADS[:]
     LOADS.clear()
-    n_py = min(S, 20_000)
+    if not CONTEXT[0]:
+        LOADS.extend(np_loads)
+        table.add(ex, "NumPy sum(axis=1) (blog code)", "(S, 1000) row-major, int8", t_np,
+                  t_np, nbytes, check="reference")
+    n_py = min(S, 20_000) if CONTEXT[0] else 0
     rows = pop[:n_py].tolist()
-    t = timed(lambda: [sum(r) for r in rows], max(1, repeats // 2)) * (S / n_py)
-    table.add(ex, "pure Python loop", "list of lists, int", t, t_np, nbytes,
-              check=check_sum(ref[:n_py], np.array([sum(r) for r in rows])),
-              note=f"{n_py:,} rows timed, scaled x{S / n_py:.3g}")
-    rows = None
-    n_ap = min(S, 90_000)
-    sub = pop[:n_ap]
-    t = timed(lambda: np.apply_along_axis(np.sum, 1, sub), 1) * (S / n_ap)
-    table.add(ex, "NumPy apply_along_axis(np.sum)", "(S, 1000) row-major, int8", t, t_np,
-              nbytes, check=check_sum(ref[:n_ap], np.apply_along_axis(np.sum, 1, sub)),
-              note=f"{n_ap:,} rows timed, scaled x{S / n_ap:.3g}")
-    LOADS.extend(np_loads)
-    table.add(ex, "NumPy sum(axis=1) (blog code)", "(S, 1000) row-major, int8", t_np, t_np,
-              nbytes, check="reference")
-
+    if CONTEXT[0]:
+        t = timed(lambda: [sum(r) for r in rows], max(1, repeats // 2)) * (S / n_py)
+        table.add(ex, "pure Python loop", "list of lists, int", t, t_np, nbytes,
+                  check=check_sum(ref[:n_py], np.array([sum(r) for r in rows])),
+                  note=f"{n_py:,} rows timed, scaled x{S / n_py:.3g}")
+        rows = None
+        n_ap = min(S, 90_000)
+        sub = pop[:n_ap]
+        t = timed(lambda: np.apply_along_axis(np.sum, 1, sub), 1) * (S / n_ap)
+        table.add(ex, "NumPy apply_along_axis(np.sum)", "(S, 1000) row-major, int8", t, t_np,
+                  nbytes, check=check_sum(ref[:n_ap], np.apply_along_axis(np.sum, 1, sub)),
+                  note=f"{n_ap:,} rows timed, scaled x{S / n_ap:.3g}")
+        LOADS.extend(np_loads)
+        table.add(ex, "NumPy sum(axis=1) (blog code)", "(S, 1000) row-major, int8", t_np, t_np,
+                  nbytes, check="reference")
     vm = np.ascontiguousarray(pop.T)  # variable-major (1000, S): constropt's layout
-    t = timed(lambda: np.sum(vm, axis=0), repeats)
-    table.add(ex, "NumPy sum(axis=0)", "(1000, S) variable-major, int8", t, t_np, nbytes,
-              check=check_sum(ref, np.sum(vm, axis=0)))
-
     g = sp.IndexedBase("g", shape=(GENES,), integer=True)
     i = sp.Symbol("i", integer=True)
     objective = sp.Sum(g[i], (i, 0, GENES - 1))
-    lam = sp.lambdify([g], objective, "numpy")
-    got8 = lam(vm)
-    vm32 = vm.astype(np.int32)
-    t = timed(lambda: lam(vm32), max(1, repeats // 2))
-    table.add(ex, "sympy lambdify (numpy)", "(1000, S) variable-major, int32", t, t_np,
-              4 * S * GENES + 4 * S, check=check_sum(ref, lam(vm32)),
-              note=f"on the int8 data it is {check_sum(ref, got8).lower()} (int8 overflow); "
-                   "timed on an int32 copy")
-    vm32 = got8 = None
-    gc.collect()
+    if CONTEXT[0]:
+        t = timed(lambda: np.sum(vm, axis=0), repeats)
+        table.add(ex, "NumPy sum(axis=0)", "(1000, S) variable-major, int8", t, t_np, nbytes,
+                  check=check_sum(ref, np.sum(vm, axis=0)))
+
+        lam = sp.lambdify([g], objective, "numpy")
+        got8 = lam(vm)
+        vm32 = vm.astype(np.int32)
+        t = timed(lambda: lam(vm32), max(1, repeats // 2))
+        table.add(ex, "sympy lambdify (numpy)", "(1000, S) variable-major, int32", t, t_np,
+                  4 * S * GENES + 4 * S, check=check_sum(ref, lam(vm32)),
+                  note=f"on the int8 data it is {check_sum(ref, got8).lower()} (int8 overflow); "
+                       "timed on an int32 copy")
+        vm32 = got8 = None
+        gc.collect()
 
     import constropt
 
@@ -442,11 +454,13 @@ def example_1(S: int, repeats: int, table: Table, devices):
             ("torch to(float32).sum(0)", "vm", lambda x: x.to(torch.float32).sum(0)),
         ]
         best = {}  # layout -> (seconds, name, compiled fn): the best hand-written kernel
+        if not CONTEXT[0]:  # the best kernels of a full run, per layout
+            variants = [v for v in variants if "int64" not in v[0]]
         for name, layout, fn in variants:
             data = trm if layout == "rm" else tvm
             desc = ("(S, 1000) row-major, int8" if layout == "rm"
                     else "(1000, S) variable-major, int8")
-            if dev == "cpu":
+            if dev == "cpu" and CONTEXT[0]:
                 t = timed(lambda: fn(data), repeats, sync)
                 table.add(ex, name + " eager", desc, t, t_np, nbytes,
                           check=check_sum(ref, fn(data)))
@@ -461,7 +475,7 @@ def example_1(S: int, repeats: int, table: Table, devices):
                 ("rm", "rows", trm, "(S, 1000) row-major, int8"),
                 ("vm", "columns", tvm, "(1000, S) variable-major, int8")):
             call = f'problem.fitness("death", layout="{api_layout}")'
-            if dev == "cpu":
+            if dev == "cpu" and CONTEXT[0]:
                 eager = problem.fitness("death", layout=api_layout, compile=False)
                 t = timed(lambda: eager(data), repeats, sync)
                 table.add(ex, f"constropt {call}, compile=False", desc, t, t_np, nbytes,
@@ -511,6 +525,9 @@ def main(argv=None) -> str:
                     help="compile with a fresh, empty inductor cache (cold compile times)")
     ap.add_argument("--no-cuda", action="store_true")
     ap.add_argument("--output", help="also write the markdown here")
+    ap.add_argument("--skip-context", action="store_true",
+                    help="only the rows the acceptance ratios need (no pure Python, lambdify, "
+                         "eager or int64 rows)")
     ap.add_argument("--threads", type=int, default=None,
                     help="torch intra-op threads (default: torch's); 1 keeps ratios honest "
                          "on a machine other processes load (no thread barriers)")
@@ -518,6 +535,7 @@ def main(argv=None) -> str:
                     help="before each measurement, wait up to this long for an idle machine")
     args = ap.parse_args(argv)
     WAIT[0] = args.wait_quiet
+    CONTEXT[0] = not args.skip_context
     load = LoadMonitor()
     if args.cold:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-cold-")

@@ -209,9 +209,12 @@ def main(argv=None) -> int:
     raw = args.raw or (os.path.splitext(args.out)[0] + "_raw.jsonl" if args.out else "")
     done = []
     if raw and (args.resume or args.report_only):
-        done = [r for r in read_jsonl(raw)
-                if not r.get("error") and r["problem"] in problems and r["solver"] in solvers
-                and r["seed"] in seeds[r["solver"]] and r["budget"] == args.budget]
+        loaded = {(r["solver"], r["problem"], r["seed"]): r for r in read_jsonl(raw)
+                  if r["problem"] in problems and r["solver"] in solvers
+                  and r["seed"] in seeds[r["solver"]] and r["budget"] == args.budget}
+        # one record per run, the last written; a crashed run is run again on --resume
+        # and reported as a failed run by --report-only (the GA refusing a problem, say)
+        done = [r for r in loaded.values() if args.report_only or not r.get("error")]
     elif raw and not args.report_only:
         open(raw, "w").close()
     have = {(r["solver"], r["problem"], r["seed"]) for r in done}

@@ -249,9 +249,9 @@ def test_problem_builds_a_constropt_problem(monkeypatch):
         calls.append((objective, constraints, kwargs))
         return "built"
 
-    import constropt
+    import constropt.problem._problem as problem_module  # where the record builds it from
 
-    monkeypatch.setattr(constropt, "Problem", fake_problem, raising=False)
+    monkeypatch.setattr(problem_module, "Problem", fake_problem)
     problem = benchmarks.get("speed_reducer")
     assert problem.problem() == "built"
     objective, constraints, kwargs = calls[-1]

@@ -116,3 +116,14 @@ def test_infeasibility_for_given_parameter_values_at_solve_time():
 def test_throw_raises_on_proven_infeasibility():
     with pytest.raises(constropt.SolveFailedError, match="proven"):
         constropt.solve(x + y, [x**2 + y**2 <= 1, x + y >= 3], seed=0, throw=True)
+
+
+def test_sin_cos_inverted_on_monotone_pieces():
+    p = constropt.Problem(x + y, [sp.sin(x) >= 0.5, sp.cos(y) <= 0.2, x <= 1.5, x >= -1.5,
+                                  y >= 0, y <= 3])
+    assert math.asin(0.5) * (1 - 1e-14) <= p.bounds[x][0] <= math.asin(0.5)
+    assert math.acos(0.2) * (1 - 1e-14) <= p.bounds[y][0] <= math.acos(0.2)
+    # over two monotone pieces nothing is inferred (x in [-1, 4] holds sin(x) >= 0.5
+    # on [pi/6, 5 pi/6] only, but the box is not one piece)
+    q = constropt.Problem(x, [sp.sin(x) >= 0.5], bounds={x: (-1, 4)})
+    assert q.bounds[x] == (-1.0, 4.0)

@@ -182,6 +182,9 @@ def test_compiled_fitness_compiles_once_for_every_population_size(blog2):
         with torch.enable_grad():  # the caller's grad mode does not matter either
             fit(pops[1])
         fit(pops[2].numpy())
+        one = fit(pops[0][:1])  # a single individual runs eagerly: no size-1 recompile
+    want = float(outs[0][0])  # eager and compiled: rounding-level differences at most
+    assert float(one[0]) == (want if math.isinf(want) else pytest.approx(want, rel=1e-12))
     assert counters["stats"]["unique_graphs"] == graphs, "a population size recompiled"
     for p, o in zip(pops, outs, strict=True):
         assert o.shape == (p.shape[0],)

@@ -55,13 +55,14 @@ def test_select_problems_by_name_and_tag_in_collection_order(monkeypatch):
         suite.select_problems(suite.parse_args(["--problems", "tag:no-such-tag"]))
 
 
-def test_latest_keeps_one_record_per_seed_and_skips_crashes():
+def test_latest_keeps_one_record_per_seed_and_counts_crashes_as_failures():
     records = [_rec("constropt", "G01", 0, False), _rec("constropt", "G01", 0, True),
                _rec("constropt", "G01", 1, True),
-               _rec("constropt", "G01", 2, False, error="Traceback ...")]
+               _rec("constropt-ga", "G01", 2, False, error="OptionError(...)")]
     by = _suite_report.latest(records)
     assert [r["seed"] for r in by[("constropt", "G01")]] == [0, 1]
     assert _suite_report.rate(by[("constropt", "G01")]) == "2/2"
+    assert _suite_report.rate(by[("constropt-ga", "G01")]) == "0/1"
 
 
 def test_report_prints_before_counts_and_acceptance():

@@ -280,3 +280,22 @@ def test_result_reports_the_verification():
     assert v.fun_error < 1e-15
     d = res.to_dict()["verification"]
     assert d["feasible"] is True and d["verdicts"] == ["satisfied"]
+
+
+def test_islands_report_the_verification():
+    cons = [y >= sp.Rational(2, 7), x >= 0, x <= 1, y <= 1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = constropt.solve_islands(x + y, cons, seed=0, max_generations=60)
+    assert res.verification is not None and res.verification.feasible == res.feasible
+    if res.feasible:
+        assert all(exact_holds(c, dict(res.x)) for c in cons)
+
+
+@pytest.mark.parametrize("budget", [250, 400])
+def test_repair_evaluations_count_against_max_evals(budget):
+    cons = [y >= sp.Rational(2, 7), x >= 0, x <= 1, y <= 1]
+    res = solve(x + y, cons, max_evals=budget)
+    assert res.nfev <= budget
+    if res.feasible:
+        assert all(exact_holds(c, dict(res.x)) for c in cons)

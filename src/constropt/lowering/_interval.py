@@ -357,6 +357,18 @@ def _inv_fn(name: str, t: Iv, cur: Iv):
         r = ri.tan(Iv(torch.clamp(t.lo, min=-half), torch.clamp(t.hi, max=half), tt.nan))
         return Iv(torch.where(t.lo <= -half, -inf, r.lo), torch.where(t.hi >= half, inf, r.hi),
                   t.nan)
+    if name in ("sin", "cos"):
+        # invert only on one monotone piece: sin on [-pi/2, pi/2], cos on [0, pi]
+        half = math.pi / 2  # the floats pi/2 and pi are below the true values
+        lo_ok, hi_ok = (-half, half) if name == "sin" else (0.0, math.pi)
+        inside = (cur.lo >= lo_ok) & (cur.hi <= hi_ok)
+        tc = Iv(torch.clamp(t.lo, min=-1.0, max=1.0), torch.clamp(t.hi, min=-1.0, max=1.0),
+                tt.nan)
+        r = ri.asin(tc) if name == "sin" else ri.acos(tc)
+        empty = (t.lo > 1) | (t.hi < -1)
+        lo = torch.where(inside, torch.where(empty, inf, r.lo), -inf)
+        hi = torch.where(inside, torch.where(empty, -inf, r.hi), inf)
+        return Iv(lo, hi, t.nan)
     if name == "abs":
         return _even_preimage(t, cur, torch.clamp(t.lo, min=0.0), t.hi)
     if name == "cosh":

@@ -130,7 +130,7 @@ class Fitness:
         self.dtype = _working_dtype(dtype)
         self._pvec = problem.parameter_vector(parameters)
         fns = problem.lowering.functions("torch")
-        self._fn = _adapter(problem.source, fns, kind, layout)
+        self._fn = self._eager = _adapter(problem.source, fns, kind, layout)
         if self.compile:
             from ..engine._backend import compiled
 
@@ -195,8 +195,10 @@ class Fitness:
             dtype = population.dtype if population.dtype in (torch.float32, torch.float64) \
                 else torch.float32
         P, tol, w = self._constants(population.device, dtype)
+        # dynamic shapes start at 2 (sizes 0 and 1 would specialize and recompile)
+        fn = self._fn if population.shape[1 - axis] >= 2 else self._eager
         with torch.no_grad():  # one grad mode: Dynamo guards on it (no second compile)
-            out = self._fn(population, P, tol, w)
+            out = fn(population, P, tol, w)
         if as_numpy:
             return tuple(o.numpy() for o in out) if isinstance(out, tuple) else out.numpy()
         return out

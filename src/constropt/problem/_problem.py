@@ -238,7 +238,7 @@ class Problem:
             Parameter values overriding the problem's own.
         compile : {"auto", True, False}
             Torch input only: evaluate with the compiled kernel (``"auto"``: from
-            ``EVALUATE_COMPILE_MIN`` points on; the first such call compiles).
+            100,000 points on; the first such call compiles, later sizes reuse it).
 
         Returns
         -------

@@ -139,7 +139,8 @@ def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None
     from ..engine._ga import Population, initial
     from ..engine._handling import make_handler
     from ..problem._evaluate import report_numpy
-    from ._solve import _compile_choice, _point_dict, _seed, polish_from
+    from ._solve import _compile_choice, _seed, polish_from
+    from ._verdict import point_dict
     from ._verify import certify
 
     t_start = time.perf_counter()
@@ -281,7 +282,7 @@ def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None
             status, message = objective_verdict(problem, fb)
         k = int(nits[b]) + 1
         results.append(Result(
-            x=_point_dict(problem, xb, checked.genes), x_array=xb,
+            x=point_dict(problem, xb, checked.genes), x_array=xb,
             variables=problem.variables, fun=fb,
             feasible=feasible, maxcv=float(Vb.max()) if Vb.size else 0.0, violations=Vb,
             success=feasible and not status.failed, status=status, message=message,

@@ -343,7 +343,7 @@ def proof_result(problem, proof, pvec, seed: int, device: str, t_start: float,
     """The Result of a solve whose constraints were proven infeasible before any search:
     status INFEASIBLE, the box centre as ``x`` (not feasible), ``certificate=proof``."""
     from ._result import History, Result
-    from ._solve import _point_dict, check_point
+    from ._verdict import check_point, point_dict
 
     x = np.where(np.isfinite(problem.lower + problem.upper),
                  0.5 * (problem.lower + problem.upper), 0.0)
@@ -352,7 +352,7 @@ def proof_result(problem, proof, pvec, seed: int, device: str, t_start: float,
     total = time.perf_counter() - t_start
     empty = np.zeros(0)
     return Result(
-        x=_point_dict(problem, x), x_array=x, variables=problem.variables, fun=f,
+        x=point_dict(problem, x), x_array=x, variables=problem.variables, fun=f,
         feasible=False, maxcv=float(V.max()) if V.size else 0.0, violations=V,
         success=False, status=Status.INFEASIBLE,
         message=f"{Status.INFEASIBLE.value} (proven: {proof.statement}; no search run)",

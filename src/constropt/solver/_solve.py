@@ -14,7 +14,7 @@ from .._errors import OptionError, SolveFailedError
 from ..problem._problem import Problem
 from ._options import SolveOptions, refuse_problem_options
 from ._result import History, Result, Status
-from ._verdict import UNBOUNDED_LEVEL, check_point, diverges, objective_verdict
+from ._verdict import UNBOUNDED_LEVEL, check_point, diverges, objective_verdict, point_dict
 from ._verify import certify
 
 __all__ = ["solve", "resume", "COMPILE_THRESHOLD", "UNBOUNDED_LEVEL", "check_point"]
@@ -39,29 +39,6 @@ def _compile_choice(compile, work: int) -> bool:
     if isinstance(compile, bool):
         return compile
     raise OptionError(f"compile must be 'auto', True or False, got {compile!r}")
-
-
-def _point_dict(problem: Problem, x: np.ndarray, genes=None) -> dict:
-    """``{symbol: value}``; ``genes`` (the exact point of :func:`certify`) gives integer
-    variables as exact Python ints, even beyond 2**53."""
-    out = {}
-    for b in problem.layout.blocks:
-        vals = x[b.offset:b.offset + b.size]
-        integer = problem.integer[b.offset]
-        exact = None if genes is None else genes[b.offset:b.offset + b.size]
-        if b.shape == ():
-            if integer:
-                out[b.symbol] = exact[0] if exact is not None else int(round(vals[0]))
-            else:
-                out[b.symbol] = float(vals[0])
-        elif integer and exact is not None and max(map(abs, exact)) >= 2**62:
-            out[b.symbol] = np.array(exact, dtype=object).reshape(b.shape)
-        else:
-            arr = np.round(vals).astype(np.int64) if integer else vals.copy()
-            if integer and exact is not None:
-                arr = np.array(exact, dtype=np.int64)
-            out[b.symbol] = arr.reshape(b.shape)
-    return out
 
 
 def _key(problem, f: float, V: np.ndarray):
@@ -365,7 +342,7 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
     timings["setup"] = max(0.0, timings["total"] - sum(v for k, v in timings.items()
                                                        if k != "total"))
     result = Result(
-        x=_point_dict(problem, best, checked.genes), x_array=best, variables=problem.variables,
+        x=point_dict(problem, best, checked.genes), x_array=best, variables=problem.variables,
         fun=f_best, feasible=feasible, maxcv=float(V_best.max()) if V_best.size else 0.0,
         violations=V_best, success=feasible and not status.failed, status=status,
         message=message, nit=nit, nfev=nfev, seed=seed, device=str(dev),

@@ -13,7 +13,7 @@ import numpy as np
 from ..problem._evaluate import report_numpy
 from ._result import Status
 
-__all__ = ["UNBOUNDED_LEVEL", "check_point", "objective_verdict", "diverges"]
+__all__ = ["UNBOUNDED_LEVEL", "check_point", "objective_verdict", "diverges", "point_dict"]
 
 #: A feasible objective beyond this magnitude (in the direction of optimization) is
 #: reported as unbounded (status ``UNBOUNDED``, ``success=False``); so is one that keeps
@@ -136,3 +136,26 @@ def _diverges_at_edge(problem, x, pvec, dirs, sgn, width) -> tuple[bool, int]:
                 np.all(steps[1:] >= 0.5 * steps[:-1]):
             return True, int(coord.size)
     return False, int(coord.size)
+
+
+def point_dict(problem, x: np.ndarray, genes=None) -> dict:
+    """``{symbol: value}``; ``genes`` (the exact point of :func:`._verify.certify`) gives integer
+    variables as exact Python ints, even beyond 2**53."""
+    out = {}
+    for b in problem.layout.blocks:
+        vals = x[b.offset:b.offset + b.size]
+        integer = problem.integer[b.offset]
+        exact = None if genes is None else genes[b.offset:b.offset + b.size]
+        if b.shape == ():
+            if integer:
+                out[b.symbol] = exact[0] if exact is not None else int(round(vals[0]))
+            else:
+                out[b.symbol] = float(vals[0])
+        elif integer and exact is not None and max(map(abs, exact)) >= 2**62:
+            out[b.symbol] = np.array(exact, dtype=object).reshape(b.shape)
+        else:
+            arr = np.round(vals).astype(np.int64) if integer else vals.copy()
+            if integer and exact is not None:
+                arr = np.array(exact, dtype=np.int64)
+            out[b.symbol] = arr.reshape(b.shape)
+    return out
