@@ -54,7 +54,9 @@ class Verification:
     feasible : bool
         Every constraint certainly holds at the exact point ``x`` (each float64
         coordinate taken as the exact binary number it is; integer variables as the
-        Python ints in ``Result.x``).  This is what ``Result.feasible`` reports.
+        Python ints in ``Result.x``).  ``Result.feasible`` is this and
+        ``float64_feasible``: a point the float64 check rejects stays rejected even
+        when it is exactly feasible (it can happen at rounding level too).
     verdicts : tuple of str, shape (m,)
         Per constraint: ``"satisfied"`` (proven), ``"violated"`` (proven, or the value
         is undefined) or ``"undecided"`` (the enclosure straddles the boundary even at
@@ -226,6 +228,11 @@ class Certified(NamedTuple):
     genes: list            # the exact point: floats and Python ints
     note: str              # "" or why feasibility could not be certified
     evaluations: int = 0   # float64 evaluations of repair candidates
+
+    @property
+    def feasible(self) -> bool:
+        """What ``Result.feasible`` reports: float64 and exact arithmetic both agree."""
+        return self.verification.feasible and self.verification.float64_feasible
 
 
 def _directions(problem, x, pvec, bad_leaves, vals):
