@@ -115,8 +115,9 @@ def _fun_error(fun: float, ball) -> float:
         return 0.0 if math.isnan(fun) else math.inf
     if math.isnan(fun) or not ball.is_finite() or not math.isfinite(fun):
         return math.inf
-    err = float(abs(arb(fun) - ball).upper())
-    return math.nextafter(err, math.inf) if err > 0 else 0.0
+    upper = abs(arb(fun) - ball).upper()
+    err = float(upper)  # rounded to nearest: step up when that fell below the bound
+    return math.nextafter(err, math.inf) if upper > arb(err) else err
 
 
 def _evaluate(problem, genes, pvec):
@@ -153,7 +154,8 @@ def _settle_exact_zeros(problem, genes, pvec, leaf):
     proof, never a numerical guess."""
     import sympy as sp
 
-    if problem.has_vector_variables:
+    if problem.has_vector_variables or not all(isinstance(g, int) or math.isfinite(g)
+                                               for g in genes):
         return leaf
     point = {b.symbol: sp.Rational(g) if isinstance(g, float) else sp.Integer(g)
              for b, g in zip(problem.layout.blocks, genes, strict=True)}
