@@ -176,7 +176,8 @@ def test_undefined_values_read_as_violated():
     s = p.to_scipy()
     assert s.fun(np.array([-0.5])) == 1e300
     (c,) = s.constraints
-    assert c.fun(np.array([-0.5]))[0] < c.lb
+    v = c.fun(np.array([-0.5]))[0]
+    assert not (c.lb <= v <= c.ub)  # outside scipy's lb <= c(x) <= ub, whichever side
 
 
 def test_bad_options_name_the_argument(blog3):
@@ -241,3 +242,29 @@ def test_vector_variables_get_exact_jacobians():
     res = minimize(s.fun, s.x0, jac=s.jac, bounds=s.bounds, constraints=s.constraints,
                    method="SLSQP")
     np.testing.assert_allclose(res.x, [0.5] * 4, atol=1e-6)
+
+
+def test_one_strict_margin_for_polish_to_scipy_and_cross_check():
+    """The polish, to_scipy() and the cross-check's DE build their constraints in one
+    bridge: a strict ``x > 1`` becomes ``x >= 1 + STRICT_MARGIN`` for all three."""
+    from constropt.solver._polish import polish
+    from constropt.solver._scipy import STRICT_MARGIN, ScipyBridge
+
+    p = constropt.Problem(x, [x > 1], bounds={x: (0, 3)})
+    pvec = p.parameter_vector()
+    # polish from a feasible start ends on the margin, not on the boundary
+    xp, _ = polish(p, np.array([2.0]), pvec, margin=0.0)
+    # SLSQP ends on an active constraint to about 1e-15; the margin is 1e-9
+    assert xp[0] - 1.0 == pytest.approx(STRICT_MARGIN, abs=1e-11)
+    assert bool(p.evaluate(xp).feasible[0])
+    s = p.to_scipy()
+    (c,) = s.constraints
+    assert c.lb == pytest.approx(STRICT_MARGIN) and np.isinf(c.ub)  # -(1 - x) >= margin
+    res = minimize(s.fun, s.x0, jac=s.jac, bounds=s.bounds, constraints=s.constraints,
+                   method="SLSQP", options={"ftol": 1e-14})
+    assert res.x[0] - 1.0 == pytest.approx(STRICT_MARGIN, abs=1e-11)
+    (idx, lb, ub), = ScipyBridge(p, pvec).groups()  # what the cross-check's DE is given
+    assert np.isinf(lb) and ub == -STRICT_MARGIN
+    # the polish's own tightening only ever adds to the margin
+    (_, _, ub_tight), = ScipyBridge(p, pvec, tighten=1e-6).groups()
+    assert ub_tight == -1e-6

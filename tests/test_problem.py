@@ -19,8 +19,8 @@ C2 = [x >= 1, y > 3, y <= 7, z < 0, x + y + z >= 3, x**2 + z**2 <= 10]
 
 @pytest.fixture(scope="module")
 def blog2():
-    with pytest.warns(BoundsWarning):
-        return constropt.Problem(F2, C2, maximize=True)
+    # x**2 + z**2 <= 10 bounds x and z (bound propagation): no BoundsWarning
+    return constropt.Problem(F2, C2, maximize=True)
 
 
 def _sympy_eval(f, constraints, point):
@@ -33,8 +33,12 @@ def _sympy_eval(f, constraints, point):
 def test_variables_and_extracted_bounds(blog2):
     assert blog2.variables == (x, y, z)
     assert blog2.bounds[y] == (3.0, 7.0)
-    assert blog2.bounds[x] == (1.0, 1000.0)
-    assert blog2.bounds[z] == (-1000.0, 0.0)
+    # inferred from x**2 + z**2 <= 10 with x >= 1, rounded outward (a few ulps)
+    assert blog2.bounds[x][0] == 1.0
+    assert blog2.bounds[x][1] == pytest.approx(10**0.5, rel=1e-14)
+    assert blog2.bounds[x][1] >= 10**0.5
+    assert blog2.bounds[z] == (pytest.approx(-3.0, rel=1e-14), 0.0)
+    assert blog2.bounds[z][0] <= -3.0
     assert blog2.maximize and blog2.n == 3
     assert len(blog2.constraints) == 6
 
@@ -174,7 +178,10 @@ def test_stray_symbol_with_explicit_variables():
 def test_missing_bound_warns_with_the_name():
     with pytest.warns(BoundsWarning, match="no finite bound on some side of y"):
         p = constropt.Problem(x + y, [y >= 0], bounds={x: (0, 1)})
-    assert p.bounds[y] == (0.0, 1000.0)
+    assert p.bounds[y] == (0.0, 10.0)  # the problem's numbers are at most 1: scale 1
+    with pytest.warns(BoundsWarning):
+        q = constropt.Problem(x + y, [y >= 0], bounds={x: (0, 1)}, default_bound=1000)
+    assert q.bounds[y] == (0.0, 1000.0)
 
 
 def test_unknown_device():

@@ -20,8 +20,11 @@ from ._errors import (
 )
 from .engine._memory import MemoryWarning
 from .parallel._islands import DistributedError, solve_islands
+from .problem._fbbt import InfeasibilityProof
+from .problem._fitness import Fitness
 from .problem._problem import DEFAULT_BOUND, BoundsWarning, Evaluation, Problem
 from .solver._batch import BatchResult, solve_batch
+from .solver._certify import Certificate
 from .solver._crosscheck import CrossCheck, ReferenceRun, Verdict, cross_check
 from .solver._options import SolveOptions
 from .solver._progress import Progress
@@ -36,9 +39,10 @@ __all__ = [
     # solving
     "solve", "solve_batch", "solve_islands", "resume", "cross_check",
     # problems and results
-    "Problem", "Evaluation", "Result", "BatchResult", "Status", "History", "Progress",
+    "Problem", "Evaluation", "Fitness", "Result", "BatchResult", "Status", "History", "Progress",
     "SolveOptions", "CrossCheck", "ReferenceRun", "Verdict", "ScipyProblem", "DEFAULT_BOUND",
     "Verification",
+    "Certificate", "InfeasibilityProof",
     # errors and warnings
     "ConstroptError", "ProblemError", "UnsupportedExpressionError", "OptionError",
     "DeviceError", "ParseError", "CheckpointError", "SolveFailedError", "DistributedError",

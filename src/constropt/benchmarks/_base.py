@@ -97,10 +97,10 @@ class BenchmarkProblem:
             The problem with this record's objective, constraints, variables,
             bounds and sense.
         """
-        import constropt  # imported here: the package imports this module
+        from ..problem._problem import Problem
 
         kwargs.setdefault("eq_tol", self.eq_tol)
-        return constropt.Problem(
+        return Problem(
             self.objective,
             self.constraints,
             variables=self.variables,

@@ -19,8 +19,11 @@ class Status(enum.Enum):
     INFEASIBLE = "no feasible point found; the result is the least-violating point"
     UNBOUNDED = "the objective appears unbounded: it diverges to infinity at a feasible point"
     INTERRUPTED = "interrupted (KeyboardInterrupt); the result is the best point so far"
+    UNDEFINED = ("the objective is not a finite number (NaN or overflow) at every feasible "
+                 "point found")
 
     @property
     def failed(self) -> bool:
         """Statuses for which ``success`` is False."""
-        return self in (Status.INFEASIBLE, Status.UNBOUNDED, Status.INTERRUPTED)
+        return self in (Status.INFEASIBLE, Status.UNBOUNDED, Status.INTERRUPTED,
+                        Status.UNDEFINED)

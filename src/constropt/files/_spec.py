@@ -59,7 +59,9 @@ class ProblemSpec:
         ``real=True`` symbols for the others.
     bounds : dict
         ``Symbol -> (lower, upper)`` with floats or ``None`` for "no bound", only
-        for variables that have at least one finite bound.
+        for variables that have at least one finite bound.  A side whose text uses a
+        parameter is a sympy expression in the parameter symbols, so it follows the
+        parameter values given to ``solve``/``solve_batch``.
     parameters : dict
         ``Symbol -> float`` values, substituted at solve time.
     maximize : bool
@@ -90,11 +92,11 @@ class ProblemSpec:
             maximize=..., parameters=...)``. ``options`` is not applied; pass it
             to the solver, e.g. ``constropt.solve(problem, **spec.options)``.
         """
-        import constropt  # lazy: constropt imports this subpackage
+        from ..problem._problem import Problem  # lazy: sympy-heavy, and not always needed
 
-        return constropt.Problem(self.objective, self.constraints, variables=self.variables,
-                                 bounds=self.bounds, maximize=self.maximize,
-                                 parameters=self.parameters or None)
+        return Problem(self.objective, self.constraints, variables=self.variables,
+                       bounds=self.bounds, maximize=self.maximize,
+                       parameters=self.parameters or None)
 
 
 def load_problem(path: str | os.PathLike) -> ProblemSpec:
@@ -180,6 +182,7 @@ class _Checker:
     def __init__(self, source: str) -> None:
         self.source = source
         self.budget = SizeBudget()  # shared by every expression of the file
+        self.raw_sides: tuple = (None, None)  # the texts of the last bounds() checked
 
     def fail(self, key: str, message: str) -> ParseError:
         if len(key) > 120:  # a key is echoed too: never a huge one
@@ -248,6 +251,7 @@ class _Checker:
                                  f"a [lower, upper] pair or {{}}, got {brief(raw)}")
         lo = None if lower is None else self.number(f"{key}.lower", lower, names, allow_inf=True)
         hi = None if upper is None else self.number(f"{key}.upper", upper, names, allow_inf=True)
+        self.raw_sides = (lower, upper)
         if lo == math.inf:
             raise self.fail(f"{key}.lower", "the lower bound cannot be +inf")
         if hi == -math.inf:
@@ -299,8 +303,13 @@ def _build(data: Any, *, source: str, path: str | None, stem: str | None) -> Pro
         parameters[sympy.Symbol(pname, real=True)] = value
 
     variables, bounds = [], {}
+    param_symbols = {s.name: s for s in parameters}
     for var_name, raw in entries:
         lo, hi, integer = check.bounds(var_name, raw, param_values)
+        # a side that uses a parameter stays an expression in it: it follows the parameter
+        # values of each solve (and each instance of solve_batch), not the file's value
+        lo, hi = (_parametric_side(check, side, value, param_symbols)
+                  for side, value in zip(check.raw_sides, (lo, hi)))
         kind = {"integer": True} if integer else {"real": True}
         symbol = sympy.Symbol(var_name, **kind)
         variables.append(symbol)
@@ -346,6 +355,18 @@ def _build(data: Any, *, source: str, path: str | None, stem: str | None) -> Pro
     return ProblemSpec(name=name, objective=objective, constraints=tuple(constraints),
                        variables=tuple(variables), bounds=bounds, parameters=parameters,
                        maximize=_SENSES[sense.strip().lower()], options=dict(options), path=path)
+
+
+def _parametric_side(check: _Checker, text: Any, value, param_symbols: dict):
+    """The bound ``value`` (already checked as a number at the file's parameter values),
+    or, when its text uses a parameter, the expression in the parameter symbols."""
+    if value is None or not isinstance(text, str) or not param_symbols:
+        return value
+    try:
+        expr = build_expression(text, param_symbols, budget=check.budget)
+    except ParseError:  # e.g. "-inf": only a constant
+        return value
+    return expr if expr.free_symbols else value
 
 
 def _expression(check: _Checker, key: str, text: Any, names: dict) -> sympy.Expr:

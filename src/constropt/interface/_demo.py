@@ -8,15 +8,16 @@ import warnings
 __all__ = ["run_demo"]
 
 
-def run_demo(device: str = "cpu", seed: int = 0, echo=print) -> bool:
-    """Solve blog examples 2 and 3 with the cross-check; print everything.
+def run_demo(device: str = "cpu", seed: int = 0, echo=print,
+             names=("blog_example2", "blog_example3")) -> bool:
+    """Solve blog examples 2 and 3 (or ``names``) with the cross-check; print everything.
 
     Returns True when both runs succeed, agree with scipy and match the known optima.
     """
     from .. import benchmarks, solve
 
     ok = True
-    for name in ("blog_example2", "blog_example3"):
+    for name in names:
         bench = benchmarks.get(name)
         sense = "maximize" if bench.maximize else "minimize"
         echo(f"== {name}: {sense} {bench.objective}")

@@ -1,8 +1,9 @@
 """``constropt bench``: a quick side-by-side of fitness evaluation on the blog examples.
 
 For examples 2 and 3 at a population of 900,000: the original experiment's NumPy code
-(float64, row-major ``(S, 3)``), and constropt's generated death-penalty fitness over a
-variable-major float32 population, eager and compiled.  Medians of repeated runs, with
+(float64, row-major ``(S, 3)``), and constropt's public fitness function
+(``problem.fitness("death", layout="columns")``) over a variable-major float32
+population, eager and compiled.  Medians of repeated runs, with
 the ratio to NumPy.  The full benchmark lives in ``benchmarks/blog_table.py``.
 """
 
@@ -56,7 +57,7 @@ def quick_table(device: str = "cpu", repeats: int = 5, population: int = 900_000
     import torch
 
     from .. import benchmarks
-    from ..engine._backend import compiled, resolve_device
+    from ..engine._backend import resolve_device
 
     dev = resolve_device(device)
     sync = torch.cuda.synchronize if dev.type == "cuda" else None
@@ -70,15 +71,13 @@ def quick_table(device: str = "cpu", repeats: int = 5, population: int = 900_000
         pop = rng.uniform(-25, 25, size=(population, 3))
         t_np = median_time(lambda: blog_numpy(ex)(pop), repeats)
         X = torch.as_tensor(pop.T.copy(), dtype=torch.float32, device=dev)
-        P = torch.zeros((0, 1), dtype=torch.float32, device=dev)
-        tol = torch.tensor(problem.eq_tol, dtype=torch.float32, device=dev)
-        fn = problem.lowering.functions("torch")["death"]
-        t_eager = median_time(lambda: fn(X, P, tol), repeats, sync)
-        cfn = compiled(fn, (problem.source, "death"))
+        fn = problem.fitness("death", layout="columns", device=dev, compile=False)
+        t_eager = median_time(lambda: fn(X), repeats, sync)
+        cfn = problem.fitness("death", layout="columns", device=dev)
         t0 = time.perf_counter()
-        cfn(X, P, tol)
+        cfn(X)
         t_compile = time.perf_counter() - t0
-        t_comp = median_time(lambda: cfn(X, P, tol), repeats, sync)
+        t_comp = median_time(lambda: cfn(X), repeats, sync)
         rows.append(f"| {ex} | {t_np * 1e3:.1f} | {t_eager * 1e3:.1f} | {t_comp * 1e3:.2f} | "
                     f"{t_compile:.1f} | {t_np / t_comp:.0f}x |")
     return "\n".join(rows)

@@ -29,11 +29,11 @@ from __future__ import annotations
 import threading
 
 from .._errors import UnsupportedExpressionError
-from ..problem._constraints import AllOf, Leaf, leaves
 from . import _rt_numpy, _sums  # noqa: F401 - _sums registers the Sum/Indexed rules
 from ._codegen import compile_source, emit_function
 from ._derivatives import SymbolicDerivative, autograd_derivatives, gradient_runtime
 from ._graph import Graph, Layout
+from ._tree import AllOf, Leaf, leaves
 
 __all__ = ["Lowering"]
 

@@ -174,6 +174,9 @@ def solve_islands(objective, constraints=(), *, migrate_every=20, migrants=2,
                 or named.get("maximize"):
             raise OptionError("pass constraints, variables, bounds and maximize to Problem(), "
                               "not to solve_islands(), when the objective is already a Problem")
+        from ..solver._options import refuse_problem_options
+
+        refuse_problem_options(solve_options, "solve_islands")
         problem = objective
     else:
         problem = Problem(objective, constraints, variables=named.get("variables"),

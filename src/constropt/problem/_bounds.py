@@ -1,10 +1,18 @@
 """Bounds of a Problem: box bounds extracted from single-variable linear constraints,
-merged with the user's ``bounds=``, defaults for open sides, integer rounding."""
+merged with the user's ``bounds=``, defaults for open sides, integer rounding.
+
+Sides that stay open (no bound given, extracted or inferred) and given sides beyond
+:data:`HUGE_BOUND` are *soft*: the search starts in a box of the problem's own scale
+(:func:`default_box`) and ``solve`` expands a soft side while the best point presses on
+it (``constropt.solver._expand``), up to the side's hard limit (``inf`` for an open side,
+the given value for a huge one).
+"""
 
 from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import sympy as sp
@@ -12,7 +20,89 @@ import sympy as sp
 from .._errors import ProblemError
 from ._constraints import Leaf
 
-__all__ = ["BoundsWarning", "make_bounds", "is_integer"]
+__all__ = ["BoundsWarning", "make_bounds", "is_integer", "default_box", "problem_scale",
+           "with_box", "SoftSides", "HUGE_BOUND", "DEFAULT_BOUND", "parameter_box",
+           "parameter_bound_constraints"]
+
+#: The largest half-width of the automatic default box (``default_bound=None``).
+DEFAULT_BOUND = 1000.0
+
+#: A given bound beyond this magnitude (a lower bound below ``-HUGE_BOUND``, an upper one
+#: above ``+HUGE_BOUND``) is searched like an open side: from a box of the problem's
+#: scale, expanding toward it.  A population spread uniformly over +-1e300 overflows
+#: ``x**2`` everywhere and cannot rank anything.
+HUGE_BOUND = 1e6
+
+
+@dataclass(frozen=True)
+class SoftSides:
+    """Which sides of the search box are soft and how far each may expand.
+
+    Attributes
+    ----------
+    lower, upper : ndarray of bool, shape (n,)
+        Soft lower / upper side of each gene.
+    hard_lower, hard_upper : ndarray, shape (n,)
+        The limit of each side: ``-inf``/``+inf`` for an open side, the given value for a
+        huge one, the box itself for a hard side.
+    """
+
+    lower: np.ndarray
+    upper: np.ndarray
+    hard_lower: np.ndarray
+    hard_upper: np.ndarray
+
+    @property
+    def any(self) -> bool:
+        return bool(self.lower.any() or self.upper.any())
+
+
+def problem_scale(exprs, finite_bounds) -> float:
+    """The magnitude of the problem's numbers: its numeric constants and its finite,
+    non-huge bounds, clipped to [1, 100].  ``default_box`` uses ten times it."""
+    vals = [1.0]
+    for e in exprs:
+        for a in e.atoms(sp.Number):
+            try:
+                v = abs(float(a))
+            except (TypeError, ValueError):  # pragma: no cover - zoo, nan
+                continue
+            if math.isfinite(v) and v <= HUGE_BOUND:
+                vals.append(v)
+    vals += [abs(b) for b in finite_bounds if math.isfinite(b) and abs(b) <= HUGE_BOUND]
+    return min(max(vals), 100.0)
+
+
+def default_box(lo: float, hi: float, half: float) -> tuple[float, float]:
+    """The initial search interval for a variable with open (infinite) sides.
+
+    Runs only for sides still infinite after the given, extracted (and, later, inferred)
+    bounds.  Both open: ``[-half, half]``.  One open: the other side plus or minus
+    ``max(half, |other side|)``, so the interval reaches past the origin's scale.
+    """
+    if not math.isfinite(lo) and not math.isfinite(hi):
+        return -half, half
+    if math.isfinite(lo) and not math.isfinite(hi):
+        return lo, lo + max(half, abs(lo))
+    if math.isfinite(hi) and not math.isfinite(lo):
+        return hi - max(half, abs(hi)), hi
+    return lo, hi
+
+
+def with_box(problem, lower: np.ndarray, upper: np.ndarray):
+    """A copy of ``problem`` searching the box ``[lower, upper]`` (same generated code);
+    integer genes rounded inward."""
+    import copy
+
+    lower, upper = np.array(lower, dtype=np.float64), np.array(upper, dtype=np.float64)
+    integer = problem._integer
+    lower[integer], upper[integer] = np.ceil(lower[integer]), np.floor(upper[integer])
+    out = copy.copy(problem)
+    out._lower, out._upper = lower, upper
+    out._box = {b.symbol: (float(lower[b.offset:b.offset + b.size].min()),
+                           float(upper[b.offset:b.offset + b.size].max()))
+                for b in problem.layout.blocks}
+    return out
 
 
 class BoundsWarning(UserWarning):
@@ -42,9 +132,21 @@ def _linear_bound(leaf: Leaf, scalars: set):
     return v, ("hi" if fa > 0 else "lo"), val, leaf.kind == "lt"
 
 
-def make_bounds(variables, layout, constraints, bounds, default_bound, parameters):
-    if not (math.isfinite(default_bound) and default_bound > 0):
-        raise ProblemError(f"default_bound must be a finite number > 0, got {default_bound}")
+def make_bounds(variables, layout, constraints, bounds, default_bound, parameters,
+                exprs=(), eq_tol: float = 1e-4):
+    """``(lower, upper, integer, box, soft, param_bounds, proof)`` of the search (see the
+    module docstring); ``proof`` is an :class:`~._fbbt.InfeasibilityProof` when
+    propagation shows the constraints admit no point (the box is then left as it was
+    before propagation).
+
+    ``default_bound=None`` chooses the half-width of open sides from the problem
+    (``10 * problem_scale``, at most :data:`DEFAULT_BOUND`); a number fixes it.
+    """
+    if default_bound is not None and not (
+            isinstance(default_bound, (int, float)) and math.isfinite(default_bound)
+            and default_bound > 0):
+        raise ProblemError(f"default_bound must be a finite number > 0 or None, got "
+                           f"{default_bound!r}")
     scalars = {b.symbol for b in layout.blocks if b.shape == ()}
     lo = {v: -math.inf for v in variables}
     hi = {v: math.inf for v in variables}
@@ -76,6 +178,7 @@ def make_bounds(variables, layout, constraints, bounds, default_bound, parameter
         if lo[v] > hi[v] or (lo[v] == hi[v] and (v in strict_lo or v in strict_hi)):
             raise ProblemError(f"the constraints on {v} contradict each other: they require "
                                f"{v} >= {lo[v]} and {v} <= {hi[v]}")
+    param_bounds = []
     if bounds is not None:
         if not isinstance(bounds, dict):
             raise ProblemError(f"bounds must be a dict {{symbol: (lo, hi)}}, got {bounds!r}")
@@ -89,6 +192,16 @@ def make_bounds(variables, layout, constraints, bounds, default_bound, parameter
                 raise ProblemError(f"bounds for {s} must be a pair (lo, hi), got {pair!r}") \
                     from None
             for name, val in (("lower", blo), ("upper", bhi)):
+                if isinstance(val, sp.Basic) and val.free_symbols:
+                    stray = sorted(map(str, val.free_symbols - set(parameters)))
+                    if stray:
+                        raise ProblemError(f"{name} bound of {s} ({val}) depends on "
+                                           f"{', '.join(stray)}, which is not a parameter")
+                    if s not in scalars:
+                        raise ProblemError(f"{name} bound of {s} depends on parameters: "
+                                           "supported for scalar variables only")
+                    param_bounds.append((s, name, val))
+                    val = val.subs(parameters)
                 if val is not None:
                     try:
                         fv = float(val)
@@ -104,20 +217,30 @@ def make_bounds(variables, layout, constraints, bounds, default_bound, parameter
             if lo[s] > hi[s]:
                 raise ProblemError(f"lower bound of {s} ({lo[s]}) is above its upper bound "
                                    f"({hi[s]})")
+    proof = None
+    if not param_bounds:  # a box that follows parameter values is not propagated once
+        lo, hi, strict_lo, strict_hi, proof = _tighten(variables, layout, constraints, lo,
+                                                       hi, strict_lo, strict_hi, eq_tol)
     missing = []
     box = {}
     n = sum(b.size for b in layout.blocks)
     lower, upper = np.empty(n), np.empty(n)
     integer = np.zeros(n, dtype=bool)
+    soft_lo, soft_hi = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    hard_lo, hard_hi = np.empty(n), np.empty(n)
+    half = default_bound if default_bound is not None else min(
+        DEFAULT_BOUND, 10.0 * problem_scale(exprs, [*lo.values(), *hi.values()]))
     for b in layout.blocks:
         v = b.symbol
         a, z = lo[v], hi[v]
         if not math.isfinite(a) or not math.isfinite(z):
             missing.append(str(v))
-        if not math.isfinite(a):
-            a = -default_bound if not math.isfinite(z) or z > -default_bound else z - default_bound
-        if not math.isfinite(z):
-            z = default_bound if a < default_bound else a + default_bound
+        sl = slice(b.offset, b.offset + b.size)
+        soft_a, soft_z = a < -HUGE_BOUND, z > HUGE_BOUND  # open or huge: expandable
+        hard_lo[sl], hard_hi[sl] = a, z
+        soft_lo[sl], soft_hi[sl] = soft_a, soft_z
+        a0, z0 = default_box(-math.inf if soft_a else a, math.inf if soft_z else z, half)
+        a, z = max(a0, a), min(z0, z)
         if is_integer(v):
             a, z = float(math.ceil(a)), float(math.floor(z))
             if v in strict_lo and a == lo[v]:
@@ -127,12 +250,84 @@ def make_bounds(variables, layout, constraints, bounds, default_bound, parameter
             if a > z:
                 raise ProblemError(f"integer variable {v} has no integer value in its bounds "
                                    f"[{lo[v]}, {hi[v]}]")
-        sl = slice(b.offset, b.offset + b.size)
         lower[sl], upper[sl] = a, z
         integer[sl] = is_integer(v)
         box[v] = (a, z)
-    if missing:
-        warnings.warn(f"no finite bound on some side of {', '.join(missing)}: searching the "
-                      f"default box (see Problem.bounds); pass bounds= to choose it",
+    if missing and proof is None:
+        warnings.warn(f"no finite bound on some side of {', '.join(missing)}: searching a "
+                      f"default box of the problem's scale, expanded while the best point "
+                      f"presses on it (see Problem.bounds); pass bounds= to choose it",
                       BoundsWarning, stacklevel=4)
-    return lower, upper, integer, box
+    soft = SoftSides(soft_lo & (lower > hard_lo), soft_hi & (upper < hard_hi), hard_lo,
+                     hard_hi)
+    return lower, upper, integer, box, soft, tuple(param_bounds), proof
+
+
+def parameter_bound_constraints(param_bounds) -> list:
+    """``x >= lo(p)`` / ``x <= hi(p)`` for each bound that depends on parameters: added
+    to the problem's constraints, so that each parameter value (each instance of a batch)
+    gets its own bounds while the search box covers them all."""
+    return [(s >= v) if side == "lower" else (s <= v) for s, side, v in param_bounds]
+
+
+def parameter_box(problem, P: np.ndarray):
+    """``problem`` searching the box its parameter-dependent bounds give for the parameter
+    values ``P``, shape (n_params,) or (n_params, B) (the hull over the B instances);
+    ``problem`` itself when no bound depends on a parameter."""
+    if not problem._param_bounds:
+        return problem
+    P = np.asarray(P, dtype=np.float64).reshape(len(problem.layout.parameters), -1)
+    lower, upper = problem.lower, problem.upper
+    params = problem.layout.parameters
+    for s, side, expr in problem._param_bounds:
+        fn = sp.lambdify(params, expr, "numpy")
+        vals = np.broadcast_to(np.asarray(fn(*P), dtype=np.float64), (P.shape[1],))
+        if not np.all(np.isfinite(vals)):
+            raise ProblemError(f"the {side} bound of {s} ({expr}) is not finite for the "
+                               "given parameter values")
+        off = problem.layout.block_of(s).offset
+        if side == "lower":
+            lower[off] = vals.min()
+        else:
+            upper[off] = vals.max()
+    bad = [str(b.symbol) for b in problem.layout.blocks if lower[b.offset] > upper[b.offset]]
+    if bad:
+        raise ProblemError(f"the bounds of {', '.join(bad)} are empty (lower above upper) for "
+                           "the given parameter values")
+    return with_box(problem, lower, upper)
+
+
+def _tighten(variables, layout, constraints, lo, hi, strict_lo, strict_hi, eq_tol):
+    """Bounds implied by the constraints (FBBT, see :mod:`._fbbt`) for scalar variables.
+
+    A side moves only when propagation improves it by more than 1e-9 of the width (so
+    rounding-level changes never perturb a given box).
+    """
+    from ._fbbt import propagate
+
+    n = sum(b.size for b in layout.blocks)
+    if not constraints or n > 100_000:
+        return lo, hi, strict_lo, strict_hi, None
+    a, z = np.empty(n), np.empty(n)
+    integer = np.zeros(n, dtype=bool)
+    for b in layout.blocks:
+        sl = slice(b.offset, b.offset + b.size)
+        a[sl], z[sl], integer[sl] = lo[b.symbol], hi[b.symbol], is_integer(b.symbol)
+    res = propagate(layout, constraints, a, z, integer, eq_tol, None, variables)
+    if res.proof is not None:
+        return lo, hi, strict_lo, strict_hi, res.proof
+    lo, hi = dict(lo), dict(hi)
+    strict_lo, strict_hi = set(strict_lo), set(strict_hi)
+    for b in layout.blocks:
+        if b.shape != ():
+            continue
+        v, k = b.symbol, b.offset
+        new_lo, new_hi = float(res.lo[k]), float(res.hi[k])
+        w = min(hi[v] - lo[v], new_hi - new_lo)
+        if new_lo > lo[v] and (not math.isfinite(lo[v]) or new_lo - lo[v] > 1e-9 * w):
+            lo[v] = new_lo
+            strict_lo.discard(v)
+        if new_hi < hi[v] and (not math.isfinite(hi[v]) or hi[v] - new_hi > 1e-9 * w):
+            hi[v] = new_hi
+            strict_hi.discard(v)
+    return lo, hi, strict_lo, strict_hi, None

@@ -16,52 +16,16 @@ Violation of a leaf (always >= 0, ``inf`` when ``c`` is NaN):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import sympy as sp
 from sympy.logic.boolalg import BooleanFalse, BooleanTrue
 
 from .._errors import ProblemError
+from ..lowering._tree import EQ, LE, LT, AllOf, AnyOf, Leaf, Node, leaves
 
-__all__ = ["Leaf", "AllOf", "AnyOf", "Constraint", "normalize_constraint", "leaves"]
-
-LE, LT, EQ = "le", "lt", "eq"
-
-
-@dataclass(frozen=True)
-class Leaf:
-    """``expr (kind) 0`` with kind one of ``"le"``, ``"lt"``, ``"eq"``.
-
-    ``rel`` is the same condition as the user wrote it, ``(lhs, op, rhs)`` with ``op`` one
-    of ``"<=", "<", ">=", ">"``: the feasibility mask compares those sides directly
-    (``x >= 1`` costs one comparison, ``1 - x <= 0`` two operations more).
-    """
-
-    expr: sp.Expr
-    kind: str
-    rel: tuple | None = field(default=None, compare=False)
-
-    @property
-    def strict(self) -> bool:
-        return self.kind == LT
-
-
-@dataclass(frozen=True)
-class AllOf:
-    """Conjunction of constraint trees (violation: sum)."""
-
-    children: tuple
-
-
-@dataclass(frozen=True)
-class AnyOf:
-    """Disjunction of constraint trees (violation: minimum)."""
-
-    children: tuple
-
-
-Node = Leaf | AllOf | AnyOf
-
+__all__ = ["Leaf", "AllOf", "AnyOf", "Node", "Constraint", "normalize_constraint", "leaves",
+           "LE", "LT", "EQ"]
 
 @dataclass(frozen=True)
 class Constraint:
@@ -164,13 +128,3 @@ def normalize_constraint(c: object, index: int) -> Constraint:
         raise ProblemError(f"{where} is the expression {c}, not a relational; did you mean "
                            f"{c} <= 0 or sympy.Eq({c}, 0)?")
     return Constraint(c, _tree(c, False, where))
-
-
-def leaves(node: Node) -> list[Leaf]:
-    """All leaves of a constraint tree, left to right."""
-    if isinstance(node, Leaf):
-        return [node]
-    out: list[Leaf] = []
-    for k in node.children:
-        out.extend(leaves(k))
-    return out

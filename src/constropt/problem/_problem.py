@@ -9,86 +9,25 @@ cross-check) reads the frozen problem.
 from __future__ import annotations
 
 import math
-import re
 import warnings
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
 
 import numpy as np
 import sympy as sp
 
 from .._errors import ProblemError
-from ..lowering import Block, Layout, Lowering
-from ._bounds import BoundsWarning, make_bounds
+from ..lowering import Layout, Lowering
+from ._bounds import DEFAULT_BOUND, BoundsWarning, make_bounds, parameter_bound_constraints
 from ._constraints import Constraint, Leaf, normalize_constraint
+from ._evaluate import Evaluation
+from ._validate import (
+    _check_objective,
+    _check_parameters,
+    _make_layout,
+    _order_variables,
+)
 
 __all__ = ["Problem", "Evaluation", "BoundsWarning", "DEFAULT_BOUND"]
-
-#: Half-width of the box used for a variable side that has no finite bound.
-DEFAULT_BOUND = 1000.0
-
-_VECTOR_TYPES = (sp.IndexedBase, sp.MatrixSymbol)
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """Objective and constraint status of a batch of points.
-
-    Attributes
-    ----------
-    fun : array or Tensor, shape (S,)
-        Objective in the user's sense (NaN where it is undefined).
-    violation : array or Tensor, shape (S, m)
-        Violation of each constraint, ``>= 0``; ``inf`` where a constraint is NaN.
-    feasible : array or Tensor of bool, shape (S,)
-        Every constraint holds (strict ones strictly, equalities within ``eq_tol``).
-    """
-
-    fun: Any
-    violation: Any
-    feasible: Any
-
-
-def _natural_key(sym) -> tuple:
-    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(sym)))
-
-
-def _is_vector(s) -> bool:
-    return isinstance(s, _VECTOR_TYPES)
-
-
-def _shape_of(s) -> tuple:
-    if isinstance(s, sp.MatrixSymbol):
-        shape = tuple(int(d) for d in s.shape)
-    else:
-        if s.shape is None:
-            raise ProblemError(f"vector variable {s} needs a shape: IndexedBase('{s}', "
-                               "shape=(n,))")
-        shape = tuple(int(d) for d in s.shape)
-    if not shape or any(d <= 0 for d in shape):
-        raise ProblemError(f"vector variable {s} has an invalid shape {shape}")
-    return shape
-
-
-def _collect_symbols(exprs) -> set:
-    """Scalar symbols and vector bases used by ``exprs`` (summation indices excluded)."""
-    found: set = set()
-    for e in exprs:
-        bound = set()
-        for s in sp.preorder_traversal(e):
-            if isinstance(s, (sp.Sum, sp.Product)):
-                bound.update(lim[0] for lim in s.limits)
-        for s in e.atoms(sp.Symbol, sp.IndexedBase, sp.MatrixSymbol):
-            if s in bound or isinstance(s, sp.Dummy) and s in bound:
-                continue
-            found.add(s)
-        for ix in e.atoms(sp.Indexed):
-            found.discard(ix.base.label)
-            found.add(ix.base)
-        for idx in e.atoms(sp.Idx):
-            found.discard(idx.label)
-    return found
 
 
 class Problem:
@@ -106,7 +45,10 @@ class Problem:
         that is not a parameter, in natural name order (``x2`` before ``x10``).
     bounds : dict, optional
         ``{symbol: (lo, hi)}``; either side may be ``None``.  Overrides the bounds that
-        constropt extracts from single-variable linear constraints.
+        constropt extracts from single-variable linear constraints.  A side may be a
+        sympy expression in the parameters (``{x: (-r, r)}``): it is also added to the
+        constraints (``x >= -r``, ``x <= r``), and each solve searches the box of the
+        parameter values it is given (``solve_batch``: the hull over the instances).
     maximize : bool, optional
         Maximize instead of minimize.
     parameters : dict, optional
@@ -115,9 +57,14 @@ class Problem:
     eq_tol : float, optional
         Tolerance for equality constraints: ``|h(x)| <= eq_tol`` counts as satisfied.
     default_bound : float, optional
-        A side without a finite bound is placed at ``-default_bound``/``+default_bound``
-        (moved out to the other side ``-/+ default_bound`` if that is beyond), with a
-        :class:`BoundsWarning` naming the variable.
+        Half-width of the initial search box on a side without a finite bound (a
+        :class:`BoundsWarning` names the variable): ``[-d, d]`` when both sides are open,
+        the other side ``+/- max(d, |other side|)`` when one is.  Default: ten times the
+        magnitude of the problem's constants and bounds (clipped to [10, 1000],
+        ``DEFAULT_BOUND``).  Such a side, and a given side beyond ``1e6`` in magnitude, is
+        *soft*: :func:`solve` expands it tenfold (up to 4 times, then to a huge given
+        side's value) while the best point presses on it with the objective improving
+        outward, and reports ``UNBOUNDED`` if an open side is still pressed after that.
 
     Attributes
     ----------
@@ -133,7 +80,7 @@ class Problem:
 
     def __init__(self, objective, constraints=(), *, variables=None, bounds=None,
                  maximize: bool = False, parameters=None, eq_tol: float = 1e-4,
-                 default_bound: float = DEFAULT_BOUND):
+                 default_bound: float | None = None):
         self._objective = _check_objective(objective)
         if isinstance(constraints, (sp.Basic, bool)):
             constraints = [constraints]
@@ -164,9 +111,13 @@ class Problem:
                                "nor the constraints contain a symbol that is not a parameter; "
                                "pass variables=[...] or use a symbol in the objective")
         self._layout = _make_layout(self._variables, tuple(self._parameters))
-        self._lower, self._upper, self._integer, self._box = make_bounds(
-            self._variables, self._layout, self._constraints, bounds, float(default_bound),
-            self._parameters)
+        (self._lower, self._upper, self._integer, self._box, self._soft,
+         self._param_bounds, self._proof) = make_bounds(
+            self._variables, self._layout, self._constraints, bounds, default_bound,
+            self._parameters, exprs, eq_tol=self._eq_tol)
+        extra = parameter_bound_constraints(self._param_bounds)
+        self._constraints += tuple(normalize_constraint(c, len(self._constraints) + i)
+                                   for i, c in enumerate(extra))
         self._lowering = Lowering(self._objective, self._constraints, self._layout,
                                   self._maximize)
 
@@ -195,6 +146,13 @@ class Problem:
     def bounds(self) -> MappingProxyType:
         """The search box ``{symbol: (lo, hi)}`` actually used (read-only)."""
         return MappingProxyType(dict(self._box))
+
+    @property
+    def infeasibility_proof(self):
+        """An :class:`~constropt.problem._fbbt.InfeasibilityProof` when bound propagation
+        showed that no point satisfies the constraints (for every parameter value); else
+        None.  ``solve`` then returns status ``INFEASIBLE`` without searching."""
+        return self._proof
 
     @property
     def maximize(self) -> bool:
@@ -267,7 +225,7 @@ class Problem:
         return np.array([merged[p] for p in self._layout.parameters], dtype=np.float64)
 
     # -- evaluation --------------------------------------------------------------------
-    def evaluate(self, points, *, parameters=None) -> Evaluation:
+    def evaluate(self, points, *, parameters=None, compile="auto") -> Evaluation:
         """Evaluate objective and constraints at a batch of points.
 
         Parameters
@@ -278,6 +236,9 @@ class Problem:
             torch backend on its device and dtype.
         parameters : dict, optional
             Parameter values overriding the problem's own.
+        compile : {"auto", True, False}
+            Torch input only: evaluate with the compiled kernel (``"auto"``: from
+            100,000 points on; the first such call compiles, later sizes reuse it).
 
         Returns
         -------
@@ -286,9 +247,45 @@ class Problem:
         """
         from ._evaluate import evaluate_points
 
-        return evaluate_points(self, points, parameters)
+        return evaluate_points(self, points, parameters, compile)
 
-    # -- plots and scipy interop (implemented in _plot.py and _interop.py) ---------------
+    def fitness(self, kind="death", *, layout="rows", device=None, dtype=None,
+                compile=True, penalty=1e6, parameters=None):
+        """A compiled, branch-free fitness function for your own GA loop.
+
+        Parameters
+        ----------
+        kind : {"death", "penalty", "split"}
+            ``"death"``: the minimization-sense objective (``-f`` when maximizing) where
+            every constraint holds, ``+inf`` elsewhere; ``"penalty"``: that objective
+            plus ``penalty`` times the total violation; ``"split"``: the pair
+            ``(objective, total violation)`` for feasibility-rule ranking.
+        layout : {"rows", "columns"}
+            Population of shape (S, n) or (n, S); ``"columns"`` is the fastest for
+            problems over a few variables (vectorized reads), see the docs.
+        device, dtype
+            The device populations live on and the working (accumulation) dtype,
+            float32 or float64 (default: the population's own; float32 for integer
+            genes, exact for integer sums below 2**24).
+        compile : bool
+            ``torch.compile`` once, dynamic in the population size (no recompiles).
+        penalty : float
+            Weight of the total violation for ``kind="penalty"``.
+        parameters : dict, optional
+            Parameter values overriding the problem's own.
+
+        Returns
+        -------
+        Fitness
+            ``fit(population)`` -> (S,) (``"split"``: two (S,) tensors); see
+            :class:`constropt.Fitness`.
+        """
+        from ._fitness import Fitness
+
+        return Fitness(self, kind, layout=layout, device=device, dtype=dtype,
+                       compile=compile, penalty=penalty, parameters=parameters)
+
+    # -- plots and scipy interop (interface/_plot.py, solver/_scipy.py) ------------------
     def plot(self, result=None, path=None, resolution: int = 200, *, ax=None, limits=None,
              parameters=None):
         """Plot a two-variable problem: feasible region, objective contours, optimum.
@@ -312,7 +309,7 @@ class Problem:
             Draw into these axes instead of a new figure.
         limits : dict, optional
             ``{symbol: (lo, hi)}``: the plotted window, overriding the box per variable
-            (useful when a side got the default bound of +/-1000).
+            (useful when a side got a default bound).
         parameters : dict, optional
             Parameter values overriding the problem's own.
 
@@ -376,79 +373,3 @@ def _rebuild(objective, constraints, variables, bounds, maximize, parameters, eq
         warnings.simplefilter("ignore", BoundsWarning)
         return Problem(objective, constraints, variables=variables, bounds=bounds,
                        maximize=maximize, parameters=parameters or None, eq_tol=eq_tol)
-
-
-# -- validation helpers ------------------------------------------------------------------
-def _check_objective(obj) -> sp.Expr:
-    if isinstance(obj, sp.Expr) and not isinstance(obj, sp.Rel):
-        return obj  # (a Symbol is also a sympy Boolean: test Expr first)
-    if isinstance(obj, bool) or isinstance(obj, (sp.logic.boolalg.Boolean, sp.Rel)):
-        raise ProblemError(f"the objective must be a sympy expression, got the relational or "
-                           f"boolean {obj!r}; constraints go in the second argument")
-    if isinstance(obj, (int, float)) and not isinstance(obj, bool):
-        return sp.Float(obj) if isinstance(obj, float) else sp.Integer(obj)
-    if not isinstance(obj, sp.Expr):
-        raise ProblemError(f"the objective must be a sympy expression, got {obj!r} of type "
-                           f"{type(obj).__name__}")
-    return obj
-
-
-def _check_parameters(parameters) -> dict:
-    if parameters is None:
-        return {}
-    if not isinstance(parameters, dict):
-        raise ProblemError(f"parameters must be a dict {{symbol: value}}, got {parameters!r}")
-    out = {}
-    for s, v in parameters.items():
-        if not isinstance(s, sp.Symbol):
-            raise ProblemError(f"parameter key {s!r} is not a sympy Symbol")
-        if v is None:
-            raise ProblemError(f"parameter {s} has no value")
-        try:
-            fv = float(v)
-        except (TypeError, ValueError):
-            raise ProblemError(f"parameter {s} has the non-numeric value {v!r}") from None
-        if not math.isfinite(fv):
-            raise ProblemError(f"parameter {s} has the non-finite value {v!r}")
-        out[s] = fv
-    return out
-
-
-def _order_variables(exprs, variables, parameters) -> tuple:
-    used = _collect_symbols(exprs)
-    params = set(parameters)
-    if variables is None:
-        found = [s for s in used if s not in params]
-        return tuple(sorted(found, key=_natural_key))
-    if isinstance(variables, (sp.Basic, str)):
-        variables = [variables]
-    try:
-        variables = tuple(variables)
-    except TypeError:
-        raise ProblemError(f"variables must be a sequence of sympy Symbols (or IndexedBase/"
-                           f"MatrixSymbol), got {variables!r} of type "
-                           f"{type(variables).__name__}") from None
-    for v in variables:
-        if not isinstance(v, (sp.Symbol,) + _VECTOR_TYPES):
-            raise ProblemError(f"variable {v!r} is not a sympy Symbol, IndexedBase or "
-                               "MatrixSymbol")
-        if v in params:
-            raise ProblemError(f"{v} is declared both as a variable and as a parameter")
-    if len(set(variables)) != len(variables):
-        dup = next(v for v in variables if variables.count(v) > 1)
-        raise ProblemError(f"variable {dup} is listed twice in variables")
-    stray = sorted((s for s in used if s not in set(variables) and s not in params),
-                   key=_natural_key)
-    if stray:
-        raise ProblemError(f"symbol {stray[0]} appears in the problem but is neither a "
-                           f"variable nor a parameter (variables: {list(variables)})")
-    return variables
-
-
-def _make_layout(variables, parameters) -> Layout:
-    blocks, off = [], 0
-    for v in variables:
-        shape = _shape_of(v) if _is_vector(v) else ()
-        blocks.append(Block(v, off, shape))
-        off += math.prod(shape) if shape else 1
-    return Layout(tuple(blocks), tuple(parameters))

@@ -18,9 +18,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .._errors import OptionError, ProblemError
+from ..problem._bounds import parameter_box
 from ..problem._problem import Problem
-from ._options import SolveOptions
+from ._options import SolveOptions, refuse_problem_options
 from ._result import History, Result, Status
+from ._verdict import objective_verdict
 
 __all__ = ["solve_batch", "BatchResult"]
 
@@ -137,7 +139,8 @@ def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None
     from ..engine._ga import Population, initial
     from ..engine._handling import make_handler
     from ..problem._evaluate import report_numpy
-    from ._solve import _compile_choice, _point_dict, _seed, polish_from
+    from ._solve import _compile_choice, _seed, polish_from
+    from ._verdict import point_dict
     from ._verify import certify
 
     t_start = time.perf_counter()
@@ -147,10 +150,12 @@ def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None
                    "on_generation", "time_limit"} & set(options)
     if unsupported:
         raise OptionError(f"solve_batch does not support {', '.join(sorted(unsupported))}")
+    refuse_problem_options(options, "solve_batch")
     opts = SolveOptions.from_kwargs(options)
     dev = resolve_device(device)
     seed = _seed(seed)
     M, pdict = _param_matrix(problem, parameters)
+    problem = parameter_box(problem, M)  # the hull of per-instance bounds (also constraints)
     B, n = M.shape[1], problem.n
     S = opts.pop_size or int(min(200, max(30, 10 * n)))
     wdtype = resolve_dtype(dtype, dev, S * n * B)
@@ -273,12 +278,15 @@ def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None
         message = status.value if feasible else (
             f"{Status.INFEASIBLE.value}{checked.note} (search ended: "
             f"{statuses[int(reasons[b])].value})")
+        if feasible and objective_verdict(problem, fb) is not None:  # NaN / inf objective
+            status, message = objective_verdict(problem, fb)
         k = int(nits[b]) + 1
         results.append(Result(
-            x=_point_dict(problem, xb, checked.genes), x_array=xb,
+            x=point_dict(problem, xb, checked.genes), x_array=xb,
             variables=problem.variables, fun=fb,
             feasible=feasible, maxcv=float(Vb.max()) if Vb.size else 0.0, violations=Vb,
-            success=feasible, status=status, message=message, nit=int(nits[b]),
+            success=feasible and not status.failed, status=status, message=message,
+            nit=int(nits[b]),
             nfev=int(nfev[b]) + used, seed=seed, device=str(dev),
             timings={},
             history=History(S * (1 + np.arange(k)), sign * hf[:k, b], hc[:k, b]),

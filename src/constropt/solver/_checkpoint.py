@@ -187,7 +187,7 @@ def decode(data, blob: memoryview):
     if kind == "torch.device":
         return torch.device(str(data["name"]))
     if kind == "sympy":
-        from ..files._srepr import read_srepr
+        from ..problem._srepr import read_srepr
 
         try:
             return read_srepr(data["srepr"])

@@ -97,10 +97,13 @@ class CrossCheck:
 
 
 def _check(problem, x, pvec):
-    from ._solve import check_point
+    """Float64 objective (user's sense), feasibility and largest violation at ``x``: the
+    check ``solve`` reports with."""
+    from ..problem._evaluate import report_numpy
 
-    f, V = check_point(problem, x, pvec)
-    return f, bool(np.all(V == 0)), float(V.max()) if V.size else 0.0
+    f, V = report_numpy(problem, np.asarray(x, dtype=np.float64).reshape(-1, 1), pvec)
+    V = V[:, 0]
+    return float(f[0]), bool(np.all(V == 0)), float(V.max()) if V.size else 0.0
 
 
 def _multistart(problem, pvec, starts, rng, time_limit):
@@ -126,36 +129,15 @@ def _multistart(problem, pvec, starts, rng, time_limit):
 
 
 def _de(problem, pvec, seed, maxiter):
-    from scipy.optimize import NonlinearConstraint, differential_evolution
+    from scipy.optimize import differential_evolution
 
-    from ._polish import Counter, conjunctive_leaves
+    from ._polish import Counter
+    from ._scipy import ScipyBridge
 
     t0 = time.perf_counter()
-    ns = problem.lowering.functions("numpy")
-    P = pvec.reshape(-1, 1)
-    sign = -1.0 if problem.maximize else 1.0
     counter = Counter()
-
-    def leaves_at(x):
-        counter.n += 1
-        with np.errstate(all="ignore"):
-            f, C = ns["leaves"](np.asarray(x, float).reshape(-1, 1), P)
-        return float(np.asarray(f).reshape(-1)[0]), np.asarray(C, float).reshape(-1)
-
-    def fun(x):
-        f = sign * leaves_at(x)[0]
-        return f if np.isfinite(f) else 1e300
-
-    conj = conjunctive_leaves(problem)
-    kinds = [problem.leaves[k].kind for k in conj]
-    constraints = ()
-    if conj:
-        lb = np.array([0.0 if k == "eq" else -np.inf for k in kinds])
-        ub = np.array([0.0 if k == "eq" else (-1e-12 if k == "lt" else 0.0) for k in kinds])
-        tol = problem.eq_tol
-        lb = np.where(lb == 0.0, -tol, lb)
-        ub = np.where(np.array(kinds) == "eq", tol, ub)
-        constraints = (NonlinearConstraint(lambda x: leaves_at(x)[1][conj], lb, ub),)
+    bridge = ScipyBridge(problem, pvec, counter=counter)  # the strict-margin rule of all
+    fun, constraints = bridge.fun, bridge.nonlinear_constraints()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with np.errstate(all="ignore"):

@@ -9,7 +9,21 @@ from dataclasses import dataclass, fields
 
 from .._errors import OptionError
 
-__all__ = ["SolveOptions"]
+__all__ = ["SolveOptions", "PROBLEM_OPTIONS", "refuse_problem_options"]
+
+#: Options that shape the Problem itself; a ready Problem already has them.
+PROBLEM_OPTIONS = ("eq_tol", "default_bound")
+
+
+def refuse_problem_options(options: dict, where: str) -> None:
+    """Raise OptionError naming ``eq_tol``/``default_bound`` passed beside a ready Problem:
+    they were silently ignored before (the Problem keeps its own)."""
+    given = [k for k in PROBLEM_OPTIONS if k in options]
+    if given:
+        listed = ", ".join(f"{k}={options[k]!r}" for k in given)
+        raise OptionError(f"{where}: {listed} would be ignored: a ready Problem keeps the "
+                          f"{' and '.join(given)} it was built with; pass "
+                          f"{'them' if len(given) > 1 else 'it'} to Problem(...) instead")
 
 
 @dataclass(frozen=True)
@@ -25,7 +39,10 @@ class SolveOptions:
     max_evals : int or None
         Evaluation budget, polish included; never exceeded.
     time_limit : float or None
-        Seconds of search; checked every generation.
+        Seconds for the whole solve call, polish included: the search stops at the
+        deadline less a tenth of it (kept for the polish, when on), the polish at the
+        deadline (status ``TIME_LIMIT``).  The float64 check of the final point and the
+        optional cross-check come after it.
     target : float or None
         Stop once a feasible point reaches this objective (user's sense).
     stagnation : int
@@ -45,8 +62,9 @@ class SolveOptions:
         Raise :class:`SolveFailedError` instead of returning an unsuccessful result.
     check_every : int
         Generations between device synchronisations (termination checks).
-    default_bound : float
-        Default half-width for unbounded variable sides (see :class:`Problem`).
+    default_bound : float or None
+        Half-width of the initial box on sides without a bound; None (default) chooses it
+        from the problem's scale (see :class:`Problem`).
     p_mut : float or None
         Per-gene mutation probability; default ``1 / n`` clipped to [0.05, 0.5].
     eta_c, eta_m : float
@@ -75,12 +93,22 @@ class SolveOptions:
         more runs (G17, G21, G22) than with repair.
     checkpoint : str or path or None
         Write the engine state to this file every ``checkpoint_every`` generations
-        (atomically); continue with :func:`constropt.resume`.
+        (atomically, as data with a sha256 checksum: never a pickle); continue with
+        :func:`constropt.resume`.  Its folder must exist: checked before the search
+        (:class:`CheckpointError`).
     checkpoint_every : int
         Generations between checkpoints.
     memory_budget : int or None
         Bytes one evaluation may use before the population is evaluated in chunks
         (eager mode); default half the memory available on the device.
+    certify : bool, "auto" or float
+        After the search, prove a bound on the optimum by interval branch-and-bound
+        (see the Certificates page): True aims for relative gap 1e-6, a number in
+        ``(0, 1)`` is the target gap, ``"auto"`` runs only on problems of at most 4
+        scalar variables for at most 2 s.  The result's ``lower_bound``, ``gap`` and
+        ``certificate`` say what was proven.
+    certify_time : float
+        Seconds the branch-and-bound may run (``certify=True`` or a gap).
     on_generation : callable or None
         Advanced: ``on_generation(state, algorithm) -> bool | None`` after every
         generation, with the engine's loop state (``state.alg`` may be replaced, e.g. to
@@ -99,7 +127,7 @@ class SolveOptions:
     parameters: dict | None = None
     throw: bool = False
     check_every: int = 10
-    default_bound: float = 1000.0
+    default_bound: float | None = None
     p_mut: float | None = None
     eta_c: float = 15.0
     eta_m: float = 20.0
@@ -114,6 +142,8 @@ class SolveOptions:
     checkpoint_every: int = 50
     memory_budget: int | None = None
     on_generation: object = None
+    certify: object = False
+    certify_time: float = 60.0
 
     @classmethod
     def from_kwargs(cls, kwargs: dict) -> SolveOptions:
@@ -156,7 +186,7 @@ class SolveOptions:
             raise OptionError(f"pop_size must be at least 4, got {self.pop_size}")
         for name in ("time_limit", "ftol", "eq_tol", "default_bound", "eta_c", "eta_m"):
             v = getattr(self, name)
-            if v is None and name == "time_limit":
+            if v is None and name in ("time_limit", "default_bound"):
                 continue
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
                     or v < 0 or (v == 0 and name in ("time_limit", "default_bound")):
@@ -173,6 +203,13 @@ class SolveOptions:
             raise OptionError(f"on_generation must be callable, got {self.on_generation!r}")
         if self.callback is not None and not callable(self.callback):
             raise OptionError(f"callback must be callable, got {self.callback!r}")
+        from ._certify import certify_option
+
+        certify_option(self.certify)
+        if isinstance(self.certify_time, bool) or not isinstance(
+                self.certify_time, (int, float)) or not self.certify_time > 0:
+            raise OptionError(f"certify_time must be a positive number of seconds, got "
+                              f"{self.certify_time!r}")
         for name in ("polish", "throw"):
             if not isinstance(getattr(self, name), bool):
                 raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}")

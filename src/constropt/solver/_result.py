@@ -72,14 +72,33 @@ class Result:
     nit : int
         Generations run.
     nfev : int
-        Points evaluated, polish and restarts included.
+        Every point evaluated: search, restarts, polish, the float64 checks of candidate
+        points and the unboundedness probe (not the compile warm-up on a throwaway
+        population).
     seed : int
         The seed used (drawn at random when ``seed=None``), to reproduce the run.
     device : str
     timings : mapping
-        Seconds spent: ``lowering``, ``compile``, ``search``, ``polish``, ``total``.
+        Seconds by part: ``import`` (torch, on a process's first solve), ``lowering``
+        (building the Problem), ``setup`` (options, device, code generation, building the
+        search), ``compile``, ``search`` (this call's: a resumed run counts from the
+        resume), ``polish``, ``check`` (float64 check, unboundedness probe),
+        ``cross_check`` (when asked); the parts add up to ``total``, the wall time of the
+        call.
     history : History
     cross_check : CrossCheck or None
+    lower_bound : float or None
+        With ``certify=``: the proven bound on the optimum over the search box, in the
+        user's sense (no feasible point has a smaller objective; a larger one when
+        maximizing).  None when nothing was certified.
+    gap : float or None
+        With ``certify=``: the relative gap ``|fun - lower_bound| / max(|fun|, 1e-9)``
+        that is proven (``inf`` without a feasible point).
+    certificate : Certificate or InfeasibilityProof or None
+        What was proven and how (see the Certificates page of the docs): the
+        branch-and-bound's :class:`~constropt.solver._certify.Certificate`, or the
+        :class:`~constropt.problem._fbbt.InfeasibilityProof` of a problem whose
+        constraints admit no point (status ``INFEASIBLE``, no search run).
     problem : Problem
     verification : Verification or None
         The rigorous check of ``x``: per-constraint verdicts (``"satisfied"``,
@@ -104,6 +123,9 @@ class Result:
     timings: Any
     history: History
     cross_check: Any = None
+    lower_bound: float | None = None
+    gap: float | None = None
+    certificate: Any = None
     problem: Any = field(default=None, repr=False, compare=False)
     verification: Any = None
 
@@ -131,6 +153,10 @@ class Result:
         lines.append(f"  timings: {t}")
         if self.cross_check is not None:
             lines.append(f"  cross_check: {self.cross_check.verdict}")
+        if self.lower_bound is not None:
+            lines.append(f"  certified: bound {_fmt(self.lower_bound)}, gap {self.gap:.3g}")
+        elif self.certificate is not None:
+            lines.append(f"  certificate: {self.certificate.kind}")
         return "\n".join(lines)
 
     __str__ = __repr__
@@ -209,4 +235,7 @@ class Result:
                 "float64_feasible": self.verification.float64_feasible,
                 "fun_error": self.verification.fun_error,
                 "repaired": self.verification.repaired},
+            "lower_bound": self.lower_bound, "gap": self.gap,
+            "certificate": None if self.certificate is None else {
+                "kind": self.certificate.kind, "statement": self.certificate.statement},
         }

@@ -11,21 +11,17 @@ import numpy as np
 import sympy as sp
 
 from .._errors import OptionError, SolveFailedError
-from ..problem._evaluate import report_numpy
 from ..problem._problem import Problem
-from ._options import SolveOptions
+from ._options import SolveOptions, refuse_problem_options
 from ._result import History, Result, Status
+from ._verdict import UNBOUNDED_LEVEL, check_point, diverges, objective_verdict, point_dict
 from ._verify import certify
 
-__all__ = ["solve", "resume", "COMPILE_THRESHOLD"]
+__all__ = ["solve", "resume", "COMPILE_THRESHOLD", "UNBOUNDED_LEVEL", "check_point"]
 
 #: ``compile="auto"`` compiles the generation step when ``pop_size * n`` reaches this.
 COMPILE_THRESHOLD = 200_000
 
-#: A feasible objective beyond this magnitude (in the direction of optimization) is
-#: reported as unbounded (status ``UNBOUNDED``, ``success=False``); so is one that keeps
-#: improving by orders of magnitude as the best point approaches a box edge.
-UNBOUNDED_LEVEL = 1e30
 
 
 def _seed(seed) -> int:
@@ -43,83 +39,6 @@ def _compile_choice(compile, work: int) -> bool:
     if isinstance(compile, bool):
         return compile
     raise OptionError(f"compile must be 'auto', True or False, got {compile!r}")
-
-
-def _point_dict(problem: Problem, x: np.ndarray, genes=None) -> dict:
-    """``{symbol: value}``; ``genes`` (the exact point of :func:`certify`) gives integer
-    variables as exact Python ints, even beyond 2**53."""
-    out = {}
-    for b in problem.layout.blocks:
-        vals = x[b.offset:b.offset + b.size]
-        integer = problem.integer[b.offset]
-        exact = None if genes is None else genes[b.offset:b.offset + b.size]
-        if b.shape == ():
-            if integer:
-                out[b.symbol] = exact[0] if exact is not None else int(round(vals[0]))
-            else:
-                out[b.symbol] = float(vals[0])
-        elif integer and exact is not None and max(map(abs, exact)) >= 2**62:
-            out[b.symbol] = np.array(exact, dtype=object).reshape(b.shape)
-        else:
-            arr = np.round(vals).astype(np.int64) if integer else vals.copy()
-            if integer and exact is not None:
-                arr = np.array(exact, dtype=np.int64)
-            out[b.symbol] = arr.reshape(b.shape)
-    return out
-
-
-def check_point(problem: Problem, x: np.ndarray, pvec: np.ndarray):
-    """Float64 objective (user's sense) and per-constraint violations at one point."""
-    f, V = report_numpy(problem, x.reshape(-1, 1), pvec)
-    return float(f[0]), V[:, 0]
-
-
-def _diverges(problem, x: np.ndarray, pvec: np.ndarray) -> tuple[bool, int]:
-    """Does the objective diverge (in the optimization direction) as feasible points
-    approach the end of the feasible segment from ``x`` along some coordinate?
-
-    Per coordinate direction, bisection finds where the feasible segment from ``x`` ends
-    (a box edge or a constraint boundary), then geometric approaches to that end are
-    evaluated.  Returns ``(verdict, points evaluated)``.
-    """
-    sign = -1.0 if problem.maximize else 1.0
-    free = np.flatnonzero(~problem.integer)
-    if free.size == 0:
-        return False, 0
-    dirs = np.concatenate([free, free])
-    tmax = np.concatenate([x[free] - problem.lower[free], problem.upper[free] - x[free]])
-    sgn = np.concatenate([-np.ones(free.size), np.ones(free.size)])
-    used = 0
-
-    def feasible_at(t):
-        nonlocal used
-        pts = np.repeat(x[:, None], dirs.size, axis=1)
-        pts[dirs, np.arange(dirs.size)] += sgn * t
-        f, V = report_numpy(problem, pts, pvec)
-        used += dirs.size
-        return (V == 0).all(axis=0), sign * f
-
-    lo, hi = np.zeros_like(tmax), tmax.copy()
-    ok_hi, _ = feasible_at(hi)
-    for _ in range(32):  # bisection for the end of each feasible segment (to 2^-32)
-        mid = 0.5 * (lo + hi)
-        ok, _ = feasible_at(mid)
-        lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
-    end = np.where(ok_hi, tmax, lo)
-    f0 = sign * check_point(problem, x, pvec)[0]
-    used += 1
-    rows, feas = [], []
-    for frac in 1.0 - 10.0 ** -np.arange(1, 13, 1.0):
-        ok, fm = feasible_at(end * frac)
-        rows.append(fm)
-        feas.append(ok)
-    rows, feas = np.array(rows), np.array(feas)
-    for j in range(dirs.size):
-        r = rows[:, j]
-        if end[j] > 0 and feas[:, j].all() and np.all(np.diff(r) < 0) and r[-1] < f0 and \
-                (r[-1] == -np.inf or abs(r[-1] - r[0]) > 1e6 * max(1.0, abs(r[0]))):
-            return True, used
-    return False, used
 
 
 def _key(problem, f: float, V: np.ndarray):
@@ -248,6 +167,7 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
         if tuple(constraints) or variables is not None or bounds is not None or maximize:
             raise OptionError("pass constraints, variables, bounds and maximize to Problem(), "
                               "not to solve(), when the objective is already a Problem")
+        refuse_problem_options(options, "solve")
         problem = objective
         t_lower = 0.0
     else:
@@ -257,6 +177,16 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
                           default_bound=opts.default_bound)
         t_lower = time.perf_counter() - t0
     pvec = problem.parameter_vector(opts.parameters if isinstance(objective, Problem) else None)
+    from ..problem._fbbt import prove_infeasible
+
+    proof = prove_infeasible(problem, pvec)
+    if proof is not None:  # bound propagation emptied the box: no search to run
+        from ._certify import proof_result
+
+        result = proof_result(problem, proof, pvec, seed, str(dev), t_start, t_lower)
+        if opts.throw:
+            raise SolveFailedError(f"solve failed: {result.message}", result)
+        return result
     settings = {"seed": seed, "device": str(dev), "dtype": dtype, "compile": compile,
                 "cross_check": cross_check, "pvec": pvec,
                 "options": {k: v for k, v in vars(opts).items()
@@ -270,15 +200,32 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
 POLISH_TIME_SHARE = 0.1
 
 
+def _remaining(opts, nfev: int, seconds: float):
+    """``opts`` with the budgets left after ``nfev`` evaluations and ``seconds`` of
+    search and polish (each expansion of the box runs a new search within them)."""
+    if nfev == 0:
+        return opts
+    left = {}
+    if opts.max_evals is not None:
+        left["max_evals"] = max(0, opts.max_evals - nfev)
+    if opts.time_limit is not None:
+        left["time_limit"] = max(1e-9, opts.time_limit - seconds)
+    return replace(opts, **left) if left else opts
+
+
 def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_start, spent,
              settings, resume=None) -> Result:
     """Search, polish, check and build the Result (shared by solve and resume).
 
     ``spent``: seconds already spent by part (``import``, ``lowering``), from
     ``t_start``.  ``time_limit`` is a deadline for the whole call: the search stops at
-    it less a share kept for the polish, and the polish stops at it.
+    it less a share kept for the polish, and the polish stops at it.  Soft sides of the
+    box expand while the best point presses on them (each expansion a new search within
+    the budgets left).
     """
     from ..engine._backend import resolve_dtype
+    from ..problem._bounds import parameter_box
+    from ._expand import MAX_EXPANSIONS, describe, expand, open_side, pressed_sides
     from ._search import default_pop_size, run_search
 
     if opts.checkpoint is not None:  # fail now, not after the whole search
@@ -286,6 +233,7 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
 
         check_writable(opts.checkpoint)
     deadline = None if opts.time_limit is None else t_start + opts.time_limit
+    problem = parameter_box(problem, pvec)  # bounds that depend on parameters follow them
     n = problem.n
     S = opts.pop_size or default_pop_size(opts.algorithm, n)
     S += S % 2
@@ -295,21 +243,51 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
     search_deadline = None
     if deadline is not None:
         search_deadline = deadline - (POLISH_TIME_SHARE * opts.time_limit if opts.polish else 0)
-    out, compile_s = run_search(problem, opts, dev, wdtype, use_compile, seed, pvec, S,
-                                resume=resume, settings=settings, deadline=search_deadline)
-    search_s = out.seconds - before  # this call's share (a resumed run counts on)
-    best = out.best_x.double().cpu().numpy()
-    f_best, V_best = check_point(problem, best, pvec)
-    nfev = out.nfev + 1  # the float64 check is an evaluation too
-
-    t_pol = time.perf_counter()
-    reason = out.reason
-    if opts.polish and n <= 2000 and out.reason not in (Status.UNBOUNDED, Status.INTERRUPTED):
-        best, f_best, V_best, nfev, stopped = _polish_stage(
-            problem, out, best, f_best, V_best, pvec, opts.max_evals, nfev, deadline=deadline)
-        if stopped is not None:
-            reason = stopped
-    polish_s = time.perf_counter() - t_pol
+    # soft sides expand while the best point presses on them; a checkpointed (or resumed)
+    # run is one search, so that resuming ends exactly where the uninterrupted run does
+    expandable = problem._soft.any and resume is None and opts.checkpoint is None
+    box, rounds, nfev, nit, compile_s, polish_s, search_s = problem, 0, 0, 0, 0.0, 0.0, 0.0
+    hist, pressed, reason = [], None, None
+    while True:
+        ropts = _remaining(opts, nfev, search_s + polish_s)
+        out, c_s = run_search(box, ropts, dev, wdtype, use_compile, seed, pvec, S,
+                              resume=resume, settings=settings, deadline=search_deadline)
+        compile_s, nit = compile_s + c_s, nit + out.nit
+        search_s += out.seconds - before  # this call's share (a resumed run counts on)
+        hist.append((nfev + out.hist_nfev, out.hist_f, out.hist_cv))
+        best = out.best_x.double().cpu().numpy()
+        f_best, V_best = check_point(problem, best, pvec)
+        base, nfev = nfev, nfev + out.nfev + 1  # the float64 check is an evaluation too
+        reason = out.reason
+        t_pol = time.perf_counter()
+        if opts.polish and n <= 2000 and out.reason not in (Status.UNBOUNDED,
+                                                            Status.INTERRUPTED):
+            budget = None if opts.max_evals is None else opts.max_evals - base
+            best, f_best, V_best, used, stopped = _polish_stage(
+                box, out, best, f_best, V_best, pvec, budget, nfev - base, deadline=deadline)
+            nfev = base + used
+            if stopped is not None:
+                reason = stopped
+        polish_s += time.perf_counter() - t_pol
+        pressed = None
+        probe_room = opts.max_evals is None or nfev + 2 * n <= opts.max_evals
+        if not (expandable and probe_room and np.all(V_best == 0) and np.isfinite(f_best)) or \
+                reason in (Status.INTERRUPTED, Status.CALLBACK, Status.TARGET,
+                           Status.UNBOUNDED, Status.TIME_LIMIT):
+            break
+        lo_m, hi_m, used = pressed_sides(problem, box, best, f_best, pvec)
+        nfev += used
+        if not (lo_m.any() or hi_m.any()):
+            break
+        pressed = (lo_m, hi_m)
+        evals_left = None if opts.max_evals is None else opts.max_evals - nfev
+        time_left = None if opts.time_limit is None else \
+            opts.time_limit - search_s - polish_s
+        if rounds == MAX_EXPANSIONS or (evals_left is not None and evals_left < 2 * S) or \
+                (time_left is not None and time_left <= 0):
+            break
+        box = expand(problem, box, lo_m, hi_m, last=rounds == MAX_EXPANSIONS - 1)
+        rounds += 1
     t_check = time.perf_counter()
 
     checked = certify(problem, best, pvec, f_best, V_best,  # exact arithmetic (Arb balls)
@@ -322,25 +300,40 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
     elif not feasible:
         status = Status.INFEASIBLE
         message = f"{Status.INFEASIBLE.value}{checked.note} (search ended: {reason.value})"
+    elif objective_verdict(problem, f_best) is not None:
+        status, message = objective_verdict(problem, f_best)
     else:
         status = reason
         message = reason.value
         fmin = -f_best if problem.maximize else f_best
         unbounded = fmin <= -UNBOUNDED_LEVEL
-        probe_cost = 2 * int((~problem.integer).sum()) * 45 + 1
+        probe_cost = 2 * int((~problem.integer).sum()) * (45 + 330) + 1
         if not unbounded and reason is not Status.TARGET and problem.n <= 2000 and (
                 opts.max_evals is None or nfev + probe_cost <= opts.max_evals):
-            unbounded, used = _diverges(problem, best, pvec)
+            unbounded, used = diverges(box, best, pvec)
             nfev += used
         if unbounded and reason is not Status.TARGET:
             status = Status.UNBOUNDED
             message = (f"{Status.UNBOUNDED.value} (best objective {f_best:.3g}; the "
-                       "objective diverges inside the box)")
+                       "objective diverges inside the box or as x approaches its edge)")
+        elif pressed is not None and not open_side(problem, *pressed):
+            message += (f"; the best point presses on the search box side of "
+                        f"{describe(problem, box, *pressed)}, short of the given bound: the "
+                        "budget ended the box's expansion")
+        elif pressed is not None:
+            status = Status.UNBOUNDED
+            message = (f"{Status.UNBOUNDED.value}: the best point presses on the default box "
+                       f"side of {describe(problem, box, *pressed)} after {rounds} "
+                       f"expansion{'s' if rounds != 1 else ''}, and the objective still "
+                       f"improves beyond it (best objective {f_best:.6g}). The problem is "
+                       "unbounded, or its optimum lies far outside the problem's scale: "
+                       "pass bounds= to search there")
     if feasible and not (problem.objective.free_symbols & set(problem.variables)) and \
             not problem.objective.atoms(sp.Indexed, sp.MatrixSymbol):
         message += "; the objective is constant: any feasible point is optimal"
     sign = -1.0 if problem.maximize else 1.0
-    hist = History(out.hist_nfev, sign * out.hist_f, out.hist_cv)
+    hist = History(*(np.concatenate([h[k] for h in hist]) for k in range(3)))
+    hist = History(hist.nfev, sign * hist.fun, hist.cv)
     timings = {"import": spent.get("import", 0.0), "lowering": spent.get("lowering", 0.0),
                "setup": 0.0, "compile": compile_s, "search": search_s, "polish": polish_s,
                "check": time.perf_counter() - t_check}
@@ -349,12 +342,13 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
     timings["setup"] = max(0.0, timings["total"] - sum(v for k, v in timings.items()
                                                        if k != "total"))
     result = Result(
-        x=_point_dict(problem, best, checked.genes), x_array=best, variables=problem.variables,
+        x=point_dict(problem, best, checked.genes), x_array=best, variables=problem.variables,
         fun=f_best, feasible=feasible, maxcv=float(V_best.max()) if V_best.size else 0.0,
         violations=V_best, success=feasible and not status.failed, status=status,
-        message=message, nit=out.nit, nfev=nfev, seed=seed, device=str(dev),
+        message=message, nit=nit, nfev=nfev, seed=seed, device=str(dev),
         timings=timings,
-        history=hist, problem=problem, verification=checked.verification)
+        history=hist, problem=box if rounds else problem,
+        verification=checked.verification)
     if cross_check:
         from ._crosscheck import cross_check as _cc
 
@@ -364,6 +358,10 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
         timings["cross_check"] = time.perf_counter() - t0
         timings["total"] = time.perf_counter() - t_start
         result = replace(result, cross_check=cc, timings=timings)
+    if opts.certify:
+        from ._certify import certify_result
+
+        result = certify_result(result, problem, pvec, opts, dev, t_start)
     if opts.throw and not result.success:
         raise SolveFailedError(f"solve failed: {result.message}", result)
     return result

@@ -24,7 +24,7 @@ from functools import cache
 
 import sympy
 
-from constropt._errors import ParseError
+from .._errors import ParseError
 
 __all__ = ["read_srepr", "MAX_SREPR_CHARS"]
 

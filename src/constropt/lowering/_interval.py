@@ -1,0 +1,635 @@
+"""Interval backend of the lowering: enclosures over many boxes at once, from the graph.
+
+:class:`IntervalProgram` evaluates the nodes of a :class:`~._graph.Graph` (the same
+hash-consed graph the point code is generated from) with the inclusion functions of
+:mod:`._rt_interval`, in topological order: one loop over node ids, no recursion, so
+expression depth is unlimited.  Boxes are given as ``lo, hi`` tensors of shape
+``(N, B)`` (variable-major, like the point population); every node's enclosure has the
+batch shape ``(B,)`` (with leading summation axes inside ``Sum`` bodies).
+
+:meth:`IntervalProgram.contract` is forward-backward bound propagation (HC4-revise):
+a forward pass, then targets on constraint roots pushed back to the variables through
+the operations whose inverse is known.  A target is pushed only along *strict* paths
+(every operation on the way returns NaN when an operand is NaN), so at every feasible
+point of the box the node on such a path is a real number inside its target; the dead
+branches of ``Piecewise`` never receive targets.
+
+:class:`IntervalModel` lowers a problem's objective, constraint leaves and (on demand)
+the objective's exact gradient into one graph and one program.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from . import _rt_interval as ri
+from . import _rt_torch
+from ._graph import Graph, Layout
+from ._rt_interval import Bv, Iv
+
+__all__ = ["IntervalProgram", "IntervalModel"]
+
+inf = math.inf
+_BINARY = {"div": ri.div, "pow": ri.pow, "atan2": ri.atan2, "mod": ri.mod,
+           "min": ri.minimum, "max": ri.maximum, "heaviside": ri.heaviside}
+_FN = {k: getattr(ri, k) for k in (
+    "exp", "sin", "cos", "tan", "atan", "sinh", "cosh", "tanh", "asinh", "abs", "floor",
+    "ceil", "sign", "asin", "acos", "acosh", "atanh", "log", "sqrt", "rsqrt")}
+#: ops whose value is NaN whenever an operand is (targets may pass through them).
+_STRICT = {"add", "mul", "neg", "div", "recip", "powi", "powf", "fn", "atan2", "mod",
+           "min", "max", "sum", "prod"}
+#: Operations a smooth mean-value form may go through (no jumps, no Piecewise).
+SMOOTH = {"const", "var", "param", "add", "mul", "neg", "div", "recip", "powi", "powf",
+          "fn", "index", "slice", "grid", "bsum", "sum", "prod"}
+SMOOTH_FN = {"exp", "sin", "cos", "tan", "atan", "sinh", "cosh", "tanh", "asinh", "log",
+             "sqrt", "rsqrt", "asin", "acos", "acosh", "atanh", "abs"}
+
+
+def reachable(graph: Graph, roots) -> list[int]:
+    """Ids of the nodes ``roots`` depend on, in topological (id) order."""
+    seen: set = set()
+    stack = list(roots)
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        stack.extend(graph.operands(graph.nodes[n]))
+    return sorted(seen)
+
+
+class IntervalProgram:
+    """Interval evaluation of ``roots`` of ``graph`` (see the module docstring)."""
+
+    def __init__(self, graph: Graph, roots):
+        self.graph = graph
+        self.roots = tuple(roots)
+        self.order = reachable(graph, self.roots)
+
+    def is_smooth(self, node: int) -> bool:
+        """Whether ``node`` is continuously differentiable wherever it is defined (so a
+        mean-value form over its exact derivative encloses it)."""
+        for n in reachable(self.graph, [node]):
+            key = self.graph.nodes[n]
+            if key[0] not in SMOOTH or (key[0] == "fn" and key[1] not in SMOOTH_FN):
+                return False
+            if key[0] == "powf" and 0 < key[2] < 1:
+                return False  # unbounded derivative at 0
+        return True
+
+    # -- forward ---------------------------------------------------------------------
+    def order_for(self, nodes) -> list[int]:
+        key = tuple(sorted(set(nodes)))
+        cache = self.__dict__.setdefault("_orders", {})
+        if key not in cache:
+            cache[key] = reachable(self.graph, key)
+        return cache[key]
+
+    def forward(self, lo, hi, P, only=None) -> dict:
+        """Enclosures ``{node: Iv or Bv}`` over the boxes ``[lo, hi]`` (shape ``(N, B)``).
+
+        ``P`` : tensor, shape ``(n_params,)`` (point values) or a pair of such tensors
+        ``(P_lo, P_hi)`` (parameters known only to lie in a range).
+        """
+        g = self.graph
+        like = lo.new_zeros(())
+        vals: dict = {}
+        order = self.order if only is None else self.order_for(only)
+        for n in order:
+            key = g.nodes[n]
+            vals[n] = self._node(key, vals, lo, hi, P, like)
+        return vals
+
+    def _node(self, key, v, lo, hi, P, like):  # noqa: C901 - one dispatch table
+        op = key[0]
+        if op == "const":
+            return ri.point(key[1], like)
+        if op == "nan":
+            return Iv(like + inf, like - inf, like.new_ones((), dtype=torch.bool))
+        if op in ("true", "false"):
+            return ri.const_bool(op == "true", like)
+        if op == "var":
+            return Iv(lo[key[1]], hi[key[1]], torch.zeros_like(lo[key[1]], dtype=torch.bool))
+        if op == "param":
+            if isinstance(P, tuple):
+                return Iv(P[0][key[1]], P[1][key[1]], like.new_zeros((), dtype=torch.bool))
+            return ri.point(P[key[1]], like)
+        if op == "index":
+            return ri.point(_rt_torch.index(*key[1:], lo, lo.dtype), like)
+        if op in ("slice", "bsum"):
+            a, b, step = key[1:4]
+            ends = (lo[a:b:step], hi[a:b:step])
+            if op == "bsum":
+                iv = Iv(*ends, torch.zeros((), dtype=torch.bool, device=lo.device))
+                return ri.rsum(iv, 0, 0)
+            d, D = key[4:]
+            ends = tuple(_rt_torch.lift(t, d, D, lo.dtype) for t in ends)
+            return Iv(*ends, torch.zeros((), dtype=torch.bool, device=lo.device))
+        if op == "grid":
+            ends = tuple(_rt_torch.grid(t, key[1], key[2], key[3], lo.dtype) for t in (lo, hi))
+            return Iv(*ends, torch.zeros((), dtype=torch.bool, device=lo.device))
+        if op == "add":
+            return ri.add(*(v[a] for a in key[1:]))
+        if op == "mul":
+            return ri.mul(*(v[a] for a in key[1:]))
+        if op == "neg":
+            return ri.neg(v[key[1]])
+        if op == "recip":
+            return ri.recip(v[key[1]])
+        if op == "powi":
+            return ri.powi(v[key[1]], key[2])
+        if op == "powf":
+            return ri.powf(v[key[1]], key[2])
+        if op == "fn":
+            if key[1] == "isnan":
+                return ri.isnan(v[key[2]])
+            return _FN[key[1]](v[key[2]])
+        if op in _BINARY:
+            return _BINARY[op](v[key[1]], v[key[2]])
+        if op == "cmp":
+            return ri.cmp(key[1], v[key[2]], v[key[3]])
+        if op == "where":
+            c, a, b = (v[k] for k in key[1:])
+            return ri.where_bool(c, a, b) if isinstance(a, Bv) else ri.where(c, a, b)
+        if op == "and":
+            return ri.and_(*(v[a] for a in key[1:]))
+        if op == "or":
+            return ri.or_(*(v[a] for a in key[1:]))
+        if op == "not":
+            return ri.not_(v[key[1]])
+        if op == "xor":
+            return ri.xor(v[key[1]], v[key[2]])
+        if op == "sum":
+            return ri.rsum(v[key[1]], key[2], key[3])
+        if op == "prod":
+            return ri.rprod(v[key[1]], key[2], key[3])
+        if op == "minkey":
+            a = v[key[1]]
+            return Iv(a.lo, torch.where(a.nan, inf, a.hi), torch.zeros_like(a.nan))
+        raise AssertionError(f"no inclusion function for node {op}")  # pragma: no cover
+
+    # -- backward ----------------------------------------------------------------------
+    def contract(self, lo, hi, P, targets, integer=None, rounds: int = 4):
+        """Forward-backward propagation: shrink the boxes to the points where every
+        target ``node in [t_lo, t_hi]`` can hold (with the node's value not NaN).
+
+        Parameters
+        ----------
+        lo, hi : Tensor, shape (N, B)
+        P : Tensor, shape (n_params,), or a pair (P_lo, P_hi)
+        targets : list of (node, t_lo, t_hi)
+            ``t_lo``, ``t_hi`` numbers or tensors of shape ``(B,)``.
+        integer : Tensor of bool, shape (N,), optional
+            Integer variables: their bounds are rounded inward.
+        rounds : int
+            Forward-backward sweeps.
+
+        Returns
+        -------
+        lo, hi : Tensor, shape (N, B)
+            The contracted boxes (never larger than the input).
+        empty : Tensor of bool, shape (B,)
+            Boxes proven to contain no point where all targets hold.
+        """
+        empty = torch.zeros(lo.shape[1:], dtype=torch.bool, device=lo.device)
+        order = self.order_for([t[0] for t in targets])
+        for _ in range(rounds):
+            vals = self.forward(lo, hi, P, only=[t[0] for t in targets])
+            lo, hi, emp = self._backward(vals, lo, hi, targets, order)
+            if integer is not None and bool(integer.any()):
+                col = integer.reshape(-1, *([1] * (lo.dim() - 1)))
+                lo = torch.where(col, torch.ceil(lo), lo)
+                hi = torch.where(col, torch.floor(hi), hi)
+            empty = empty | emp | (lo > hi).any(0)
+        return lo, hi, empty
+
+    def _backward(self, vals, lo, hi, targets, order):  # noqa: C901 - a rule per operation
+        g = self.graph
+        batch = lo.shape[1:]
+        empty = torch.zeros(batch, dtype=torch.bool, device=lo.device)
+        want: dict = {}
+
+        def push(n, t: Iv):
+            cur = want.get(n)
+            if cur is None:
+                cur = vals[n]
+                if not isinstance(cur, Iv):
+                    return
+                cur = Iv(cur.lo, cur.hi, cur.nan)
+            want[n] = Iv(torch.maximum(cur.lo, t.lo), torch.minimum(cur.hi, t.hi), cur.nan)
+
+        for n, tlo, thi in targets:
+            like = vals[n].lo
+            push(n, Iv(torch.as_tensor(tlo, dtype=like.dtype, device=like.device),
+                       torch.as_tensor(thi, dtype=like.dtype, device=like.device), False))
+        new_lo, new_hi = lo.clone(), hi.clone()
+        for n in reversed(order):
+            t = want.get(n)
+            if t is None:
+                continue
+            e = ~(t.lo <= t.hi)
+            if e.dim() <= len(batch):
+                empty = empty | e
+            key = g.nodes[n]
+            op = key[0]
+            if op == "var":
+                k = key[1]
+                new_lo[k] = torch.maximum(new_lo[k], t.lo)
+                new_hi[k] = torch.minimum(new_hi[k], t.hi)
+                continue
+            if op not in _STRICT:
+                continue
+            args = [a for a in g.operands(key)]
+            av = [vals[a] for a in args]
+            if any(not isinstance(a, Iv) or a.lo.dim() > len(batch) for a in av):
+                continue  # summation bodies: no backward rule
+            if op == "add":
+                for i, o in _others(av, ri.add):
+                    push(args[i], ri.sub(t, o))
+            elif op == "neg":
+                push(args[0], ri.neg(t))
+            elif op == "mul":
+                for i, o in _others(av, ri.mul):
+                    push(args[i], _inv_mul(t, o))
+            elif op == "div":
+                a, b = av
+                push(args[0], ri.mul2(t, b))
+                push(args[1], _inv_mul(a, t))  # b = a / t where t excludes 0
+            elif op == "recip":
+                push(args[0], _inv_mul(ri.point(1.0, t.lo), t))
+            elif op == "powi":
+                push(args[0], _inv_powi(t, key[2], av[0]))
+            elif op == "powf":
+                push(args[0], _inv_powf(t, key[2]))
+            elif op == "fn":
+                inv = _inv_fn(key[1], t, av[0])
+                if inv is not None:
+                    push(args[0], inv)
+            elif op == "min":
+                for a in args:
+                    push(a, Iv(t.lo, torch.full_like(t.lo, inf), t.nan))
+            elif op == "max":
+                for a in args:
+                    push(a, Iv(torch.full_like(t.hi, -inf), t.hi, t.nan))
+        return new_lo, new_hi, empty
+
+
+def _others(av, combine):
+    """``(i, combine of all operands but i)`` with prefix and suffix combinations."""
+    k = len(av)
+    pre = [None] * k
+    suf = [None] * k
+    for i in range(1, k):
+        pre[i] = av[0] if i == 1 else combine(pre[i - 1], av[i - 1])
+    for i in range(k - 2, -1, -1):
+        suf[i] = av[k - 1] if i == k - 2 else combine(av[i + 1], suf[i + 1])
+    for i in range(k):
+        parts = [p for p in (pre[i], suf[i]) if p is not None]
+        yield i, parts[0] if len(parts) == 1 else combine(*parts)
+
+
+def _entire(like) -> Iv:
+    return Iv(torch.full_like(like, -inf), torch.full_like(like, inf), False)
+
+
+def _inv_mul(t: Iv, o: Iv) -> Iv:
+    """``{x : x * y in t for some y in o}`` (everything when 0 is in both)."""
+    q = ri.div(Iv(t.lo, t.hi, torch.zeros_like(t.lo, dtype=torch.bool)), o)
+    free = (t.lo <= 0) & (t.hi >= 0) & (o.lo <= 0) & (o.hi >= 0)
+    return Iv(torch.where(free, -inf, q.lo), torch.where(free, inf, q.hi), q.nan)
+
+
+def _root(v, k: float, up: bool):
+    """``|v| ** (1/k)`` rounded outward (for the magnitudes of targets)."""
+    r = torch.abs(v) ** (1.0 / k)
+    return ri.wup(r) if up else torch.clamp(ri.wdown(r), min=0.0)
+
+
+def _even_preimage(t: Iv, cur: Iv, inner_lo, inner_hi) -> Iv:
+    """``[-hi, -lo] U [lo, hi]`` intersected with ``cur``, as one interval."""
+    nlo, nhi = torch.maximum(-inner_hi, cur.lo), torch.minimum(-inner_lo, cur.hi)
+    plo, phi = torch.maximum(inner_lo, cur.lo), torch.minimum(inner_hi, cur.hi)
+    neg_ok, pos_ok = nlo <= nhi, plo <= phi
+    lo = torch.where(neg_ok, nlo, torch.where(pos_ok, plo, inf))
+    hi = torch.where(pos_ok, phi, torch.where(neg_ok, nhi, -inf))
+    return Iv(lo, hi, cur.nan)
+
+
+def _inv_powi(t: Iv, n: int, cur: Iv) -> Iv:
+    if n % 2:
+        lo = torch.where(t.lo < 0, -_root(t.lo, n, True), _root(t.lo, n, False))
+        hi = torch.where(t.hi < 0, -_root(t.hi, n, False), _root(t.hi, n, True))
+        return Iv(lo, hi, t.nan)
+    ilo = torch.where(t.lo > 0, _root(t.lo, n, False), 0.0)
+    ihi = torch.where(t.hi >= 0, _root(t.hi, n, True), -inf)
+    return _even_preimage(t, cur, ilo, ihi)
+
+
+def _inv_powf(t: Iv, e: float) -> Iv:
+    tlo = torch.clamp(t.lo, min=0.0)
+    a = _root(tlo, e, False) if e > 0 else _root(tlo, e, True)
+    b = _root(t.hi, e, True) if e > 0 else _root(t.hi, e, False)
+    if e > 0:
+        return Iv(a, torch.where(t.hi < 0, -inf, b), t.nan)
+    return Iv(torch.where(t.hi <= 0, inf, b), a, t.nan)
+
+
+def _inv_fn(name: str, t: Iv, cur: Iv):
+    tt = Iv(t.lo, t.hi, torch.zeros_like(t.lo, dtype=torch.bool))
+    if name == "sqrt":
+        return ri.powi(Iv(torch.clamp(t.lo, min=0.0), t.hi, tt.nan), 2)
+    if name == "exp":
+        r = ri.log(tt)
+        return Iv(torch.where(t.lo <= 0, -inf, r.lo), r.hi, t.nan)
+    if name == "log":
+        return ri.exp(tt)
+    if name == "sinh":
+        return ri.asinh(tt)
+    if name == "asinh":
+        return ri.sinh(tt)
+    if name == "tanh":
+        r = ri.atanh(tt)
+        return Iv(torch.where(t.lo <= -1, -inf, r.lo), torch.where(t.hi >= 1, inf, r.hi), t.nan)
+    if name == "atan":
+        half = math.pi / 2 * (1 - 1e-15)
+        r = ri.tan(Iv(torch.clamp(t.lo, min=-half), torch.clamp(t.hi, max=half), tt.nan))
+        return Iv(torch.where(t.lo <= -half, -inf, r.lo), torch.where(t.hi >= half, inf, r.hi),
+                  t.nan)
+    if name in ("sin", "cos"):
+        # invert only on one monotone piece: sin on [-pi/2, pi/2], cos on [0, pi]
+        half = math.pi / 2  # the floats pi/2 and pi are below the true values
+        lo_ok, hi_ok = (-half, half) if name == "sin" else (0.0, math.pi)
+        inside = (cur.lo >= lo_ok) & (cur.hi <= hi_ok)
+        tc = Iv(torch.clamp(t.lo, min=-1.0, max=1.0), torch.clamp(t.hi, min=-1.0, max=1.0),
+                tt.nan)
+        r = ri.asin(tc) if name == "sin" else ri.acos(tc)
+        empty = (t.lo > 1) | (t.hi < -1)
+        lo = torch.where(inside, torch.where(empty, inf, r.lo), -inf)
+        hi = torch.where(inside, torch.where(empty, -inf, r.hi), inf)
+        return Iv(lo, hi, t.nan)
+    if name == "abs":
+        return _even_preimage(t, cur, torch.clamp(t.lo, min=0.0), t.hi)
+    if name == "cosh":
+        r = ri.acosh(Iv(torch.clamp(t.lo, min=1.0), torch.clamp(t.hi, min=1.0), tt.nan))
+        ilo = torch.where(t.lo > 1, r.lo, 0.0)
+        ihi = torch.where(t.hi >= 1, r.hi, -inf)
+        return _even_preimage(t, cur, torch.clamp(ilo, min=0.0), ihi)
+    return None
+
+
+class IntervalModel:
+    """A problem's objective, constraint leaves and exact gradients in one graph.
+
+    Parameters
+    ----------
+    objective : sympy.Expr or None
+        None: constraints only (``f`` is None).
+    leaves : sequence of Leaf
+        Normalised constraint leaves (``expr <= 0``, ``< 0`` or ``== 0``).
+    layout : Layout
+    gradient : bool
+        Also lower the exact gradient of the objective and of the Lagrangian
+        ``f + sum_i lam_i c_i`` (scalar variables only).  The multipliers ``lam`` are
+        extra parameters after the problem's own (``P = [p..., lam...]``), so choosing
+        them never rebuilds anything.
+
+    Attributes
+    ----------
+    program : IntervalProgram
+    f : int
+        Node of the objective.
+    leaf_nodes : tuple of int
+    grad : tuple of int or None
+        Nodes of ``d f / d x_k``, or None when not built or not available.
+    lagrangian : int or None
+        Node of ``f + sum_i lam_i c_i``; ``lag_grad`` its gradient nodes.
+    """
+
+    def __init__(self, objective, leaves, layout: Layout, gradient: bool = False):
+        n_lam = len(leaves) if gradient else 0
+        lams = tuple(_sp().Dummy(f"lam{i}") for i in range(n_lam))
+        g = Graph(Layout(layout.blocks, tuple(layout.parameters) + lams))
+        self.n_params = len(layout.parameters)
+        self.f = None if objective is None else g.lower(objective)
+        self.leaf_nodes = tuple(g.lower(lf.expr) for lf in leaves)
+        self.leaves = tuple(leaves)
+        self.grad = self.lagrangian = self.lag_grad = None
+        self.lag_leaves: tuple = ()
+        self.jac: tuple = ()
+        roots = ([] if self.f is None else [self.f]) + list(self.leaf_nodes)
+        if gradient and objective is not None and all(b.shape == () for b in layout.blocks):
+            nvar = len(layout.blocks)
+            smooth = IntervalProgram(g, roots)
+            # the Lagrangian takes the smooth leaves only (others keep lam = 0)
+            self.lag_leaves = tuple(i for i, c in enumerate(self.leaf_nodes)
+                                    if smooth.is_smooth(c))
+            self.grad = graph_gradient(g, self.f, nvar)
+            jac = [graph_gradient(g, self.leaf_nodes[i], nvar) for i in self.lag_leaves]
+            if any(row is None for row in jac):
+                self.lag_leaves, jac = (), []
+            self.jac = tuple(jac)
+            if self.grad is not None:
+                roots += list(self.grad)
+                if self.lag_leaves:
+                    lam = [g.lower(lams[i]) for i in self.lag_leaves]
+                    self.lagrangian = g.node("add", self.f, *[
+                        g.node("mul", lam_i, self.leaf_nodes[i])
+                        for lam_i, i in zip(lam, self.lag_leaves)])
+                    self.lag_grad = tuple(
+                        g.node("add", self.grad[k], *[g.node("mul", lam_i, row[k])
+                                                      for lam_i, row in zip(lam, jac)])
+                        for k in range(nvar))
+                    roots += [self.lagrangian, *self.lag_grad] + [n for r in jac for n in r]
+        self.program = IntervalProgram(g, roots)
+
+    def leaf_targets(self, eq_tol: float, like=None):
+        """``(node, lo, hi)`` targets: ``c <= 0`` (and ``c < 0``) and ``|h| <= eq_tol``."""
+        out = []
+        for node, lf in zip(self.leaf_nodes, self.leaves):
+            if lf.kind == "eq":
+                out.append((node, -eq_tol, eq_tol))
+            else:
+                out.append((node, -inf, 0.0))
+        return out
+
+    def smooth(self, node) -> bool:
+        cache = self.__dict__.setdefault("_smooth_cache", {})
+        if node not in cache:
+            cache[node] = self.program.is_smooth(node)
+        return cache[node]
+
+    def objective_bounds(self, lo, hi, P, eq_slack: float = 0.0):
+        """Rigorous lower bounds of the objective over the feasible points of each box,
+        and branching scores.
+
+        The largest of: the natural interval extension of ``f``; where ``f`` is smooth
+        on the box (no NaN in its enclosure or its gradient's), the first-order
+        mean-value form ``f(c) + sum_k g_k([x]) * ([x_k] - c_k)`` around the box centre
+        ``c``; and the same two bounds of the Lagrangian ``f + sum_i lam_i c_i`` (with
+        ``lam_i >= 0`` for inequalities it is below ``f`` wherever the constraints
+        hold), less ``eq_slack`` (``sum |lam_eq| * eq_tol``).
+
+        Parameters
+        ----------
+        lo, hi : Tensor, shape (N, B)
+        P : Tensor, shape (n_params + n_leaves,)
+            Parameters, then the multipliers (zeros: no Lagrangian bound).
+        eq_slack : float
+
+        Returns
+        -------
+        lower : Tensor, shape (B,)
+        score : Tensor, shape (N, B)
+            ``|g_k| * width_k`` (the width alone where no gradient is known): split the
+            box along the largest.
+        """
+        B = lo.shape[1]
+        width = torch.where(torch.isfinite(hi - lo), hi - lo, torch.finfo(lo.dtype).max)
+        pairs = [(self.f, self.grad)]
+        if self.lagrangian is not None and bool((P[self.n_params:] != 0).any()):
+            pairs.append((self.lagrangian, self.lag_grad))
+        mv = [(v, gr) for v, gr in pairs if gr is not None and self.smooth(v)]
+        c = torch.clamp(lo + 0.5 * (hi - lo), min=lo, max=hi)
+        c = torch.where(torch.isfinite(c), c, torch.where(torch.isfinite(lo), lo, torch.where(
+            torch.isfinite(hi), hi, 0.0)))
+        need = [v for v, _ in pairs] + [n for _, gr in mv for n in gr]
+        vals = self.program.forward(torch.cat([lo, c], 1), torch.cat([hi, c], 1), P,
+                                    only=need)
+
+        def part(iv, second=False):
+            sl = slice(B, 2 * B) if second else slice(0, B)
+            return (iv.lo.expand(2 * B)[sl], iv.hi.expand(2 * B)[sl],
+                    iv.nan.expand(2 * B)[sl])
+
+        lower = part(vals[self.f])[0]
+        score = None
+        for k, (v, gr) in enumerate(pairs):
+            slack = 0.0 if k == 0 else eq_slack
+            nat = ri.down(part(vals[v])[0] - slack)
+            lower = torch.maximum(lower, nat)
+            if gr is None or (v, gr) not in mv:
+                continue
+            fc_lo, _, fc_nan = part(vals[v], True)
+            ok = ~part(vals[v])[2] & ~fc_nan
+            acc = fc_lo
+            mags = []
+            for j, gn in enumerate(gr):
+                glo, ghi, gnan = part(vals[gn])
+                ok = ok & ~gnan
+                d = Iv(ri.down(lo[j] - c[j]), ri.up(hi[j] - c[j]), torch.zeros_like(ok))
+                acc = ri.down(acc + ri.mul2(Iv(glo, ghi, torch.zeros_like(ok)), d).lo)
+                mags.append(torch.maximum(torch.abs(glo), torch.abs(ghi)))
+            acc = ri.down(acc - slack)
+            lower = torch.where(ok & ~torch.isnan(acc), torch.maximum(lower, acc), lower)
+            if k == 0:
+                sc = torch.stack(mags) * width
+                score = torch.where(torch.isfinite(sc) & (sc > 0), sc, width)
+        return lower, (width if score is None else score)
+
+
+def graph_gradient(g: Graph, root: int, nvar: int):
+    """Exact gradient of node ``root`` with respect to the scalar variables (rows
+    ``0..nvar-1`` of ``X``) as nodes of the same graph, by reverse-mode differentiation
+    over the hash-consed graph (linear in its size, no sympy); None when the root
+    depends on an operation without a derivative rule here (jumps, ``Piecewise``,
+    summation bodies)."""
+    order = reachable(g, [root])
+    adj: dict = {root: g.const(1.0)}
+
+    def acc(n, term):
+        adj[n] = term if n not in adj else g.node("add", adj[n], term)
+
+    def mul(*xs):
+        xs = [x for x in xs if not (g.is_const(x) and g.value(x) == 1.0)]
+        if any(g.is_const(x) and g.value(x) == 0.0 for x in xs):
+            return g.const(0.0)
+        return xs[0] if len(xs) == 1 else g.node("mul", *xs) if xs else g.const(1.0)
+
+    one = g.const(1.0)
+    for n in reversed(order):
+        a_n = adj.get(n)
+        if a_n is None:
+            continue
+        key = g.nodes[n]
+        op = key[0]
+        if op in ("const", "param", "var"):
+            continue
+        args = g.operands(key)
+        if op == "add":
+            for a in args:
+                acc(a, a_n)
+        elif op == "neg":
+            acc(args[0], g.node("neg", a_n))
+        elif op == "mul":
+            for i, a in enumerate(args):
+                acc(a, mul(a_n, *[b for j, b in enumerate(args) if j != i]))
+        elif op == "div":
+            a, b = args
+            acc(a, g.node("div", a_n, b))
+            acc(b, g.node("neg", g.node("div", mul(a_n, n), b)))
+        elif op == "recip":
+            acc(args[0], g.node("neg", mul(a_n, g.node("powi", n, 2))))
+        elif op == "powi":
+            k = key[2]
+            base = args[0] if k == 2 else g.node("powi", args[0], k - 1)
+            acc(args[0], mul(g.const(float(k)), a_n, base))
+        elif op == "powf":
+            e = key[2]
+            acc(args[0], mul(g.const(e), a_n, g.node("powf", args[0], e - 1.0)))
+        elif op == "fn":
+            d = _fn_derivative(g, key[1], args[0], n, one)
+            if d is None:
+                return None
+            acc(args[0], mul(a_n, d))
+        else:
+            return None
+    return tuple(adj.get(g.node("var", k), g.const(0.0)) if ("var", k) in g._ids
+                 else g.const(0.0) for k in range(nvar))
+
+
+def _fn_derivative(g: Graph, name: str, a: int, n: int, one: int):
+    """``d fn(a) / da`` as a node (``n`` is the node ``fn(a)`` itself)."""
+    sq = g.node("powi", a, 2)
+    if name == "exp":
+        return n
+    if name == "log":
+        return g.node("recip", a)
+    if name == "sqrt":
+        return g.node("recip", g.node("mul", g.const(2.0), n))
+    if name == "rsqrt":
+        return g.node("mul", g.const(-0.5), g.node("powi", n, 3))
+    if name == "sin":
+        return g.node("fn", "cos", a)
+    if name == "cos":
+        return g.node("neg", g.node("fn", "sin", a))
+    if name == "tan":
+        return g.node("add", one, g.node("powi", n, 2))
+    if name == "atan":
+        return g.node("recip", g.node("add", one, sq))
+    if name == "sinh":
+        return g.node("fn", "cosh", a)
+    if name == "cosh":
+        return g.node("fn", "sinh", a)
+    if name == "tanh":
+        return g.node("add", one, g.node("neg", g.node("powi", n, 2)))
+    if name == "asinh":
+        return g.node("fn", "rsqrt", g.node("add", sq, one))
+    if name == "acosh":
+        return g.node("fn", "rsqrt", g.node("add", sq, g.const(-1.0)))
+    if name == "atanh":
+        return g.node("recip", g.node("add", one, g.node("neg", sq)))
+    if name == "asin":
+        return g.node("fn", "rsqrt", g.node("add", one, g.node("neg", sq)))
+    if name == "acos":
+        return g.node("neg", g.node("fn", "rsqrt", g.node("add", one, g.node("neg", sq))))
+    if name == "abs":
+        return g.node("fn", "sign", a)
+    return None
+
+
+def _sp():
+    import sympy
+
+    return sympy

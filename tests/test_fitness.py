@@ -1,0 +1,208 @@
+"""The public fitness function (``Problem.fitness``) and ``Problem.evaluate``'s fast path.
+
+Values are checked against the original experiment's own NumPy fitness (example 2:
+``where(all constraints, -f, inf)``, maximized; example 3: ``where(..., f, inf)``), on
+random points and on points at the constraint boundaries, in both layouts; the eager
+tests run the same generated code the compiled ones compile.  The compiled tests
+(marked ``compile``) check that one compile serves every population size.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import constropt
+from constropt import DeviceError, OptionError, ProblemError
+
+torch = pytest.importorskip("torch")
+
+# torch.compile's first use imports torch internals that warn about their own deprecations
+quiet_torch = pytest.mark.filterwarnings("ignore::DeprecationWarning:torch")
+
+x, y, z = sp.symbols("x y z")
+F2_STAR = 263.1739479256
+X2_STAR = (1.6496678, 7.0, -2.6978874)
+
+
+@pytest.fixture(scope="module")
+def blog2():
+    f = x**2 + 2 * y**2 + 3 * z**2 + 4 * x * y - 5 * y * z
+    cons = [x >= 1, y > 3, y <= 7, z < 0, x + y + z >= 3, x**2 + z**2 <= 10]
+    return constropt.Problem(f, cons, maximize=True, bounds={x: (-25, 25), z: (-25, 25)})
+
+
+@pytest.fixture(scope="module")
+def blog3():
+    f = sp.sin(x) + x**2 - 2 * sp.cos(y) + y**2 + z**2
+    cons = [x >= 0, y >= 0, y <= sp.pi, z <= 5, x + z >= 1, sp.cos(y) + z >= 0.5]
+    return constropt.Problem(f, cons, bounds={x: (0, 5), z: (-5, 5)})
+
+
+def blog_numpy(example, pop):
+    """The experiment's vectorized fitness, float64, rows (S, 3)."""
+    x_, y_, z_ = pop[:, 0], pop[:, 1], pop[:, 2]
+    if example == 2:
+        mask = (x_ >= 1) & (y_ > 3) & (y_ <= 7) & (z_ < 0) & (x_ + y_ + z_ >= 3) & \
+            (x_**2 + z_**2 <= 10)
+        f = x_**2 + 2 * y_**2 + 3 * z_**2 + 4 * x_ * y_ - 5 * y_ * z_
+        return np.where(mask, -f, np.inf)
+    mask = (x_ >= 0) & (y_ >= 0) & (y_ <= np.pi) & (z_ <= 5) & (x_ + z_ >= 1) & \
+        (np.cos(y_) + z_ >= 0.5)
+    f = np.sin(x_) + x_**2 - 2 * np.cos(y_) + y_**2 + z_**2
+    return np.where(mask, f, np.inf)
+
+
+def population(S=4000, seed=0):
+    """Uniform points in [-25, 25]^3 plus points at and near the example's boundaries."""
+    rng = np.random.default_rng(seed)
+    pop = rng.uniform(-25, 25, size=(S, 3))
+    near = np.array(X2_STAR) + rng.normal(scale=0.05, size=(500, 3))
+    edges = np.array([[1.0, 3.0, -1.0], [1.0, 3.5, 0.0], [2.0, 7.0, -1.0], [1.0, 5.0, -3.0],
+                      [0.0, 0.0, 1.0], [0.5, np.pi, 5.0], [1.0, 0.0, 0.0]])
+    return np.concatenate([pop, near, edges])
+
+
+def _same(got, want):
+    got = np.asarray(got, dtype=np.float64)
+    np.testing.assert_array_equal(np.isfinite(got), np.isfinite(want))
+    fin = np.isfinite(want)
+    # float64 on both sides, same operations up to order: rounding-level differences
+    np.testing.assert_allclose(got[fin], want[fin], rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("layout", ["rows", "columns"])
+@pytest.mark.parametrize("example", [2, 3])
+def test_death_fitness_is_the_experiments_fitness(example, layout, blog2, blog3):
+    problem = blog2 if example == 2 else blog3
+    pop = population()
+    fit = problem.fitness("death", layout=layout, compile=False)
+    data = torch.as_tensor(pop if layout == "rows" else np.ascontiguousarray(pop.T))
+    got = fit(data)
+    assert got.shape == (pop.shape[0],) and got.dtype == torch.float64
+    _same(got.numpy(), blog_numpy(example, pop))
+
+
+def test_sign_convention_maximize_is_negated_and_lower_is_better(blog2):
+    fit = blog2.fitness(compile=False)
+    # the published optimum rounded inward (it sits on x**2 + z**2 = 10)
+    best = torch.tensor([[1.649667, 7.0, -2.697887]], dtype=torch.float64)
+    assert float(fit(best)[0]) == pytest.approx(-F2_STAR, rel=1e-6)
+    worse = torch.tensor([[1.5, 5.0, -1.0]], dtype=torch.float64)  # feasible, f = 110.25
+    assert float(fit(worse)[0]) == pytest.approx(-110.25, rel=1e-12)
+    assert float(fit(best)[0]) < float(fit(worse)[0])
+    on_strict_edge = torch.tensor([[1.5, 5.0, 0.0]], dtype=torch.float64)  # z < 0 fails
+    assert float(fit(on_strict_edge)[0]) == math.inf
+
+
+def test_penalty_and_split_kinds(blog3):
+    pop = torch.as_tensor(population(seed=1))
+    f, cv = blog3.fitness("split", compile=False)(pop)
+    ev = blog3.evaluate(pop, compile=False)
+    np.testing.assert_allclose(f.numpy(), ev.fun.numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(cv.numpy(), ev.violation.sum(dim=1).numpy(), rtol=1e-12,
+                               atol=1e-12)
+    assert bool(((cv == 0) == ev.feasible).all())
+    pen = blog3.fitness("penalty", penalty=100.0, compile=False)(pop)
+    np.testing.assert_allclose(pen.numpy(), (f + 100.0 * cv).numpy(), rtol=1e-12, atol=1e-12)
+    death = blog3.fitness(compile=False)(pop)
+    feas = ev.feasible
+    np.testing.assert_array_equal(pen[feas].numpy(), death[feas].numpy())
+
+
+def test_float32_and_numpy_inputs(blog2):
+    pop = population(seed=2)
+    want = blog_numpy(2, pop)
+    fit = blog2.fitness(dtype=torch.float32, compile=False)
+    got = fit(pop.astype(np.float32))  # NumPy in, NumPy out, no copy
+    assert isinstance(got, np.ndarray) and got.dtype == np.float32
+    finite = np.isfinite(want) & np.isfinite(got)
+    # float32 rounding can flip a comparison within ~1e-6 of a boundary; away from the
+    # boundaries feasibility agrees, and values agree to float32 precision
+    flips = np.isfinite(want) != np.isfinite(got)
+    assert flips.sum() <= 3
+    np.testing.assert_allclose(got[finite], want[finite], rtol=2e-5, atol=1e-3)
+
+
+def test_int8_genes_sum_exactly():
+    """Example 1: 1,000 int8 genes in 1..24; the float32 accumulator is exact (< 2**24)."""
+    g = sp.IndexedBase("g", shape=(1000,), integer=True)
+    i = sp.Symbol("i", integer=True)
+    problem = constropt.Problem(sp.Sum(g[i], (i, 0, 999)), [], bounds={g: (1, 24)})
+    rng = np.random.default_rng(3)
+    pop = rng.integers(1, 25, size=(300, 1000), dtype=np.int8)
+    want = pop.sum(axis=1, dtype=np.int64)
+    rows = problem.fitness(layout="rows", dtype=torch.float32, compile=False)
+    cols = problem.fitness(layout="columns", dtype=torch.float32, compile=False)
+    got_r = rows(torch.from_numpy(pop))
+    got_c = cols(torch.from_numpy(np.ascontiguousarray(pop.T)))
+    assert got_r.dtype == torch.float32
+    np.testing.assert_array_equal(got_r.numpy().astype(np.int64), want)
+    np.testing.assert_array_equal(got_c.numpy().astype(np.int64), want)
+
+
+def test_bad_arguments_name_the_culprit(blog2):
+    with pytest.raises(OptionError, match="kind"):
+        blog2.fitness("deth")
+    with pytest.raises(OptionError, match="layout"):
+        blog2.fitness(layout="row-major")
+    with pytest.raises(OptionError, match="dtype"):
+        blog2.fitness(dtype=torch.int32)
+    with pytest.raises(OptionError, match="penalty"):
+        blog2.fitness("penalty", penalty=-1.0)
+    with pytest.raises(OptionError, match="compile"):
+        blog2.fitness(compile="yes")
+    fit = blog2.fitness(compile=False)
+    with pytest.raises(ProblemError, match=r"shape \(S, 3\)"):
+        fit(torch.zeros(3, 10))
+    with pytest.raises(ProblemError, match=r"shape \(3, S\)"):
+        blog2.fitness(layout="columns", compile=False)(torch.zeros(10, 3))
+    with pytest.raises(ProblemError, match="torch.Tensor or numpy.ndarray"):
+        fit([[1.0, 2.0, 3.0]])
+    if not torch.cuda.is_available():
+        with pytest.raises(DeviceError, match="CUDA"):
+            blog2.fitness(device="cuda")
+
+
+@pytest.mark.compile
+@quiet_torch
+def test_compiled_fitness_compiles_once_for_every_population_size(blog2):
+    from torch._dynamo.utils import counters
+
+    fit = blog2.fitness("death", layout="rows", dtype=torch.float64)
+    eager = blog2.fitness("death", layout="rows", dtype=torch.float64, compile=False)
+    pops = [torch.as_tensor(population(S, seed=S)) for S in (3000, 1200, 5001)]
+    out = fit(pops[0])  # compiles (or finds the process-wide cache warm)
+    graphs = counters["stats"]["unique_graphs"]
+    with torch.compiler.set_stance("fail_on_recompile"):
+        outs = [out] + [fit(p) for p in pops[1:]]
+        with torch.enable_grad():  # the caller's grad mode does not matter either
+            fit(pops[1])
+        fit(pops[2].numpy())
+        one = fit(pops[0][:1])  # a single individual runs eagerly: no size-1 recompile
+    want = float(outs[0][0])  # eager and compiled: rounding-level differences at most
+    assert float(one[0]) == (want if math.isinf(want) else pytest.approx(want, rel=1e-12))
+    assert counters["stats"]["unique_graphs"] == graphs, "a population size recompiled"
+    for p, o in zip(pops, outs, strict=True):
+        assert o.shape == (p.shape[0],)
+        _same(o.numpy(), eager(p).numpy())
+        _same(o.numpy(), blog_numpy(2, p.numpy()))
+
+
+@pytest.mark.compile
+@quiet_torch
+def test_evaluate_fast_path_matches_eager(blog3):
+    pop = torch.as_tensor(population(6000, seed=5))
+    fast = blog3.evaluate(pop, compile=True)
+    slow = blog3.evaluate(pop, compile=False)
+    assert fast.violation.shape == slow.violation.shape == (pop.shape[0], 6)
+    np.testing.assert_array_equal(fast.feasible.numpy(), slow.feasible.numpy())
+    np.testing.assert_allclose(fast.fun.numpy(), slow.fun.numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(fast.violation.numpy(), slow.violation.numpy(), rtol=1e-12,
+                               atol=1e-12)
+    with torch.compiler.set_stance("fail_on_recompile"):
+        again = blog3.evaluate(pop[:2500], compile=True)
+    np.testing.assert_array_equal(again.feasible.numpy(), slow.feasible[:2500].numpy())
