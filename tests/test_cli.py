@@ -29,8 +29,8 @@ def test_solve_json_is_the_full_result():
     assert abs(data["fun"] - 263.1739479) <= 1e-4 * 263.17
     assert set(data["x"]) == {"x", "y", "z"} and data["status"] == "converged"
     assert data["seed"] == 0 and data["nfev"] > 0 and len(data["history"]["fun"]) > 1
-    # x**2 + z**2 <= 10 bounds x and z (interval propagation): no default box, no warning
-    assert "warning: no finite bound" not in out.stderr
+    # x**2 + z**2 <= 10 bounds x and z (bound propagation): no default-box warning
+    assert "no finite bound" not in out.stderr
 
 
 def test_json_leaves_out_the_history_unless_asked():

@@ -460,7 +460,7 @@ class IntervalModel:
             cache[node] = self.program.is_smooth(node)
         return cache[node]
 
-    def objective_bounds(self, lo, hi, P, eq_slack: float = 0.0):
+    def objective_bounds(self, lo, hi, P, eq_slack: float = 0.0, eq_tol=None):
         """Rigorous lower bounds of the objective over the feasible points of each box,
         and branching scores.
 
@@ -477,6 +477,9 @@ class IntervalModel:
         P : Tensor, shape (n_params + n_leaves,)
             Parameters, then the multipliers (zeros: no Lagrangian bound).
         eq_slack : float
+        eq_tol : float, optional
+            Also test the smooth constraints by their mean-value forms (``c <= 0``,
+            ``|h| <= eq_tol``) and return which boxes they prove infeasible.
 
         Returns
         -------
@@ -484,6 +487,8 @@ class IntervalModel:
         score : Tensor, shape (N, B)
             ``|g_k| * width_k`` (the width alone where no gradient is known): split the
             box along the largest.
+        infeasible : Tensor of bool, shape (B,)
+            Only with ``eq_tol``: boxes where a constraint's mean-value form excludes it.
         """
         B = lo.shape[1]
         width = torch.where(torch.isfinite(hi - lo), hi - lo, torch.finfo(lo.dtype).max)
@@ -494,7 +499,9 @@ class IntervalModel:
         c = torch.clamp(lo + 0.5 * (hi - lo), min=lo, max=hi)
         c = torch.where(torch.isfinite(c), c, torch.where(torch.isfinite(lo), lo, torch.where(
             torch.isfinite(hi), hi, 0.0)))
-        need = [v for v, _ in pairs] + [n for _, gr in mv for n in gr]
+        leaf_mv = list(zip(self.lag_leaves, self.jac)) if eq_tol is not None else []
+        need = [v for v, _ in pairs] + [n for _, gr in mv for n in gr] + [
+            n for i, row in leaf_mv for n in (self.leaf_nodes[i], *row)]
         vals = self.program.forward(torch.cat([lo, c], 1), torch.cat([hi, c], 1), P,
                                     only=need)
 
@@ -502,6 +509,22 @@ class IntervalModel:
             sl = slice(B, 2 * B) if second else slice(0, B)
             return (iv.lo.expand(2 * B)[sl], iv.hi.expand(2 * B)[sl],
                     iv.nan.expand(2 * B)[sl])
+
+        def mean_value(v, gr):
+            """Mean-value enclosure ``(lo, hi, ok, |g| per variable)`` of node ``v``."""
+            fc_lo, fc_hi, fc_nan = part(vals[v], True)
+            ok = ~part(vals[v])[2] & ~fc_nan
+            acc_lo, acc_hi, mags = fc_lo, fc_hi, []
+            for j, gn in enumerate(gr):
+                glo, ghi, gnan = part(vals[gn])
+                ok = ok & ~gnan
+                d = Iv(ri.down(lo[j] - c[j]), ri.up(hi[j] - c[j]), torch.zeros_like(ok))
+                term = ri.mul2(Iv(glo, ghi, torch.zeros_like(ok)), d)
+                acc_lo = ri.down(acc_lo + term.lo)
+                acc_hi = ri.up(acc_hi + term.hi)
+                mags.append(torch.maximum(torch.abs(glo), torch.abs(ghi)))
+            ok = ok & ~torch.isnan(acc_lo) & ~torch.isnan(acc_hi)
+            return acc_lo, acc_hi, ok, mags
 
         lower = part(vals[self.f])[0]
         score = None
@@ -511,22 +534,23 @@ class IntervalModel:
             lower = torch.maximum(lower, nat)
             if gr is None or (v, gr) not in mv:
                 continue
-            fc_lo, _, fc_nan = part(vals[v], True)
-            ok = ~part(vals[v])[2] & ~fc_nan
-            acc = fc_lo
-            mags = []
-            for j, gn in enumerate(gr):
-                glo, ghi, gnan = part(vals[gn])
-                ok = ok & ~gnan
-                d = Iv(ri.down(lo[j] - c[j]), ri.up(hi[j] - c[j]), torch.zeros_like(ok))
-                acc = ri.down(acc + ri.mul2(Iv(glo, ghi, torch.zeros_like(ok)), d).lo)
-                mags.append(torch.maximum(torch.abs(glo), torch.abs(ghi)))
+            acc, _, ok, mags = mean_value(v, gr)
             acc = ri.down(acc - slack)
-            lower = torch.where(ok & ~torch.isnan(acc), torch.maximum(lower, acc), lower)
+            lower = torch.where(ok, torch.maximum(lower, acc), lower)
             if k == 0:
                 sc = torch.stack(mags) * width
                 score = torch.where(torch.isfinite(sc) & (sc > 0), sc, width)
-        return lower, (width if score is None else score)
+        infeasible = torch.zeros(B, dtype=torch.bool, device=lo.device)
+        for i, row in leaf_mv:  # mean-value forms of the smooth constraints
+            c_lo, c_hi, ok, _ = mean_value(self.leaf_nodes[i], row)
+            if self.leaves[i].kind == "eq":
+                bad = (c_lo > eq_tol) | (c_hi < -eq_tol)
+            else:
+                bad = c_lo > 0
+            infeasible = infeasible | (ok & bad)
+        if eq_tol is None:
+            return lower, (width if score is None else score)
+        return lower, (width if score is None else score), infeasible
 
 
 def graph_gradient(g: Graph, root: int, nvar: int):

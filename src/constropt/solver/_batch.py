@@ -273,7 +273,7 @@ def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None
         checked = certify(problem, xb, M[:, b], fb, Vb, budget=left)  # exact (Arb balls)
         xb, fb, Vb = checked.x, checked.fun, checked.violations
         used += checked.evaluations
-        feasible = checked.verification.feasible
+        feasible = checked.feasible
         status = statuses[int(reasons[b])] if feasible else Status.INFEASIBLE
         message = status.value if feasible else (
             f"{Status.INFEASIBLE.value}{checked.note} (search ended: "

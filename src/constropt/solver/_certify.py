@@ -178,8 +178,9 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
         """Contract, bound, prune: the surviving boxes and their bounds."""
         nonlocal floor
         lo, hi, empty = model.program.contract(lo, hi, P, targets, integer, rounds=1)
-        lower, score = model.objective_bounds(lo, hi, P, eq_slack)
+        lower, score, bad = model.objective_bounds(lo, hi, P, eq_slack, problem.eq_tol)
         lower = lower.double()
+        empty = empty | bad
         dead = empty | (lower > U - eps_abs) | torch.isnan(lower)
         near = ~empty & (lower > U - eps_abs) & (lower <= U)
         floor = torch.minimum(floor, torch.where(near, lower, math.inf).min())
