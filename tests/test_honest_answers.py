@@ -73,10 +73,15 @@ def test_no_variables():
         constropt.solve(sp.Integer(3))
 
 
-@pytest.mark.parametrize("seed", [2**64, 2**63, -1, 1.5, "0"])
+@pytest.mark.parametrize("seed", [2**64, 2**70, -1, 1.5, "0"])
 def test_seed_out_of_range(seed):
     with pytest.raises(constropt.OptionError, match="seed must be an integer"):
         constropt.solve(x**2, bounds={x: (-1, 1)}, seed=seed)
+
+
+def test_largest_seed_runs():
+    res = constropt.solve((x - 0.5) ** 2, bounds={x: (-1, 1)}, seed=2**64 - 1)
+    assert res.success and res.seed == 2**64 - 1 and res.fun == pytest.approx(0.0, abs=1e-12)
 
 
 @pytest.mark.parametrize("variables", [5, 2.5])
