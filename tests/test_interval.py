@@ -369,7 +369,7 @@ SMOOTH_EXPRS = [
 
 def test_graph_gradient_encloses_sympy_derivative():
     """Reverse-mode gradients over the graph agree with sympy's derivatives."""
-    from constropt.lowering._interval import graph_gradient
+    from constropt.lowering._interval_model import graph_gradient
 
     g = Graph(LAYOUT)
     roots = [g.lower(e) for e in SMOOTH_EXPRS]
@@ -390,7 +390,7 @@ def test_graph_gradient_encloses_sympy_derivative():
 
 
 def test_graph_gradient_refuses_jumps():
-    from constropt.lowering._interval import graph_gradient
+    from constropt.lowering._interval_model import graph_gradient
 
     g = Graph(LAYOUT)
     for e in (sp.floor(x) + y, sp.Piecewise((x, y > 0), (y, True)), sp.Max(x, y)):
