@@ -142,7 +142,7 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
     """
     import torch
 
-    from ..lowering._interval import IntervalModel
+    from ..lowering._interval_model import IntervalModel
     from ..problem._fbbt import required_leaves
 
     t0 = time.perf_counter()
