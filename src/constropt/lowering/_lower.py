@@ -183,6 +183,10 @@ class Lowering:
                         self._deriv_source = self._build_derivatives()
                     except UnsupportedExpressionError as err:
                         self._deriv_error = err
+                    except RecursionError:  # sympy's diff recurses per nesting level
+                        self._deriv_error = UnsupportedExpressionError(
+                            "the expression is nested too deeply for sympy's diff; "
+                            "derivatives use autograd")
                     _DERIVATIVE_SOURCES[self.source] = (self._deriv_source,
                                                         self._deriv_error)
             if self._deriv_error is not None:
