@@ -97,9 +97,6 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
     if handling == "auto":
         handling = "epsilon" if any(lf.kind == "eq" for lf in problem.leaves) else "feasibility"
     handler = make_handler(handling)
-    if algorithm == "ga" and handling not in ("feasibility",):
-        raise OptionError(f"constraint_handling={handling!r} needs algorithm='de'; the GA "
-                          "ranks by feasibility rules")
     fitness_fn = problem.lowering.functions("torch")["fitness"]
     P = torch.as_tensor(pvec, dtype=wdtype, device=dev).reshape(-1, 1)
     tol = torch.tensor(problem.eq_tol, dtype=wdtype, device=dev)
@@ -119,8 +116,8 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
         cfg = _ga.GAConfig(pop_size=S, eta_c=opts.eta_c, eta_m=opts.eta_m,
                            p_mut=opts.p_mut if opts.p_mut is not None
                            else min(0.5, max(0.05, 1.0 / n)))
-        step_fn = _ga.make_step(fitness_fn, cfg.eta_c, cfg.eta_m)
-        key = (key, "ga_step", cfg.eta_c, cfg.eta_m)
+        step_fn = _ga.make_step(fitness_fn, cfg.eta_c, cfg.eta_m, handler)
+        key = (key, "ga_step", cfg.eta_c, cfg.eta_m, handler)
     else:
         cfg = _de.DEConfig(strategy=opts.strategy)
         step_fn = _de.make_step(fitness_fn, handler, cfg)
@@ -139,7 +136,8 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
 
     bounds = (lower, upper, integer)
     if algorithm == "ga":
-        alg = GA(evaluate, step_fn, cfg, gen, bounds, (P, tol))
+        alg = GA(evaluate, step_fn, cfg, gen, bounds, (P, tol), handler,
+                 _make_repair(problem, opts, evaluate, P, bounds, gen, S))
     else:
         alg = DE(evaluate, step_fn, cfg, handler, gen, bounds, (P, tol), S,
                  _make_repair(problem, opts, evaluate, P, bounds, gen, S))
