@@ -87,6 +87,7 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
     from ..engine._handling import make_handler
     from ..engine._loop import Termination, run
     from ._progress import make_monitor
+    from ._snap import integer_sets, snap_outcome, snapped
 
     n = problem.n
     algorithm = opts.algorithm
@@ -98,6 +99,13 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
         handling = "epsilon" if any(lf.kind == "eq" for lf in problem.leaves) else "feasibility"
     handler = make_handler(handling)
     fitness_fn = problem.lowering.functions("torch")["fitness"]
+    key = problem.source
+    sets = integer_sets(problem)
+    if sets is not None:  # integers confined to the roots of their own equality
+        values = torch.as_tensor(sets, dtype=wdtype, device=dev)
+        fitness_fn = snapped(fitness_fn, values)
+        key = (key, "snap", sets.tobytes())
+    fkey = key
     P = torch.as_tensor(pvec, dtype=wdtype, device=dev).reshape(-1, 1)
     tol = torch.tensor(problem.eq_tol, dtype=wdtype, device=dev)
     lower = torch.as_tensor(problem.lower, dtype=wdtype, device=dev).reshape(-1, 1)
@@ -111,7 +119,6 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
         budget = opts.memory_budget or available_bytes(dev) // 2
         fitness_fn = Chunked(fitness_fn, bytes_per_individual(problem, wdtype.itemsize),
                              budget)
-    key = problem.source
     if algorithm == "ga":
         cfg = _ga.GAConfig(pop_size=S, eta_c=opts.eta_c, eta_m=opts.eta_m,
                            p_mut=opts.p_mut if opts.p_mut is not None
@@ -126,7 +133,7 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
     compile_s = 0.0
     if use_compile:
         step_fn = compiled(step_fn, key)
-        fit = compiled(fitness_fn, (problem.source, "fitness"))
+        fit = compiled(fitness_fn, (fkey, "fitness"))
         t0 = time.perf_counter()  # the first call compiles: timed apart from the search
         fit(torch.zeros((n, 2 * S), dtype=wdtype, device=dev), P, tol)
         compile_s = time.perf_counter() - t0
@@ -193,4 +200,6 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
     finally:
         if monitor is not None:
             monitor.finish()
+    if sets is not None:
+        out = snap_outcome(out, values)
     return out, compile_s
