@@ -76,8 +76,6 @@ def test_unknown_handler_and_algorithm():
     x = sp.Symbol("x")
     with pytest.raises(OptionError, match="unknown algorithm 'pso'"):
         constropt.solve(x**2, bounds={x: (0, 1)}, algorithm="pso")
-    with pytest.raises(OptionError, match="needs algorithm='de'"):
-        constropt.solve(x**2, bounds={x: (0, 1)}, algorithm="ga", constraint_handling="epsilon")
 
 
 # -- every handler and algorithm solves a small problem --------------------------------

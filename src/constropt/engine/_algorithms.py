@@ -19,7 +19,7 @@ from ._ga import Population
 from ._handling import Handler
 from ._ranking import order
 
-__all__ = ["GA", "DE"]
+__all__ = ["GA", "GAState", "DE"]
 
 
 def _inject(X, keep):
@@ -28,8 +28,20 @@ def _inject(X, keep):
 
 
 @dataclass
+class GAState:
+    """The GA's state: population (best first under the handler's keys) and the
+    handler's level, as :class:`DEState` without the parameter memory."""
+
+    pop: Population
+    level: torch.Tensor
+    level0: torch.Tensor
+    t: int = 0  # generations since the (re)start: the epsilon schedule's clock
+
+
+@dataclass
 class GA:
-    """Tournament + SBX + polynomial mutation, (mu + lambda) under feasibility rules."""
+    """Tournament + SBX + polynomial mutation, (mu + lambda) survival, with a pluggable
+    constraint handler (its keys rank tournaments and survival) and optional repair."""
 
     fit: Any          # X -> (fmin, cv)
     step_fn: Any      # compiled or eager ga_step
@@ -37,28 +49,44 @@ class GA:
     gen: torch.Generator
     bounds: tuple     # (lower, upper, integer), each (N, 1)
     args: tuple       # (P, eq_tol)
+    handler: Handler = Handler("feasibility")
+    repair: Any = None  # a _repair.Repair, applied after each step (eager)
+    control_generations: int = 200  # epsilon decays to 0 over this many generations
 
     @property
     def evals_per_step(self) -> int:
-        return self.cfg.pop_size
+        return self.cfg.pop_size + (self.repair.evals_per_step if self.repair else 0)
+
+    def _keys(self, level):
+        return lambda f, cv: self.handler.keys(f, cv, level)
 
     def start(self, X0):
         f, cv = self.fit(X0)
-        return _ga.survive(X0, f, cv, X0.shape[1])
+        level0 = self.handler.initial_level(f, cv)
+        return GAState(_ga.survive(X0, f, cv, X0.shape[1], self._keys(level0)), level0,
+                       level0)
 
-    def advance(self, pop, progress: float):
+    def advance(self, st: GAState, progress: float):
         lower, upper, integer = self.bounds
-        rnd = _ga.draw(self.gen, self.cfg, lower.shape[0], lower.device, pop.X.dtype)
-        return self.step_fn(pop, rnd, lower, upper, integer, *self.args)
+        rnd = _ga.draw(self.gen, self.cfg, lower.shape[0], lower.device, st.pop.X.dtype)
+        pop = self.step_fn(st.pop, rnd, lower, upper, integer, *self.args, st.level)
+        if self.repair is not None:
+            keys = self._keys(st.level)
+            pop = self.repair(pop, keys)
+            pop = _ga.survive(pop.X, pop.f, pop.cv, pop.f.shape[0], keys)
+        t = st.t + 1
+        level = self.handler.next_level(st.level, st.level0, t / self.control_generations,
+                                        pop.cv[0])
+        return GAState(pop, level, st.level0, t)
 
-    def population(self, pop) -> Population:
-        return pop
+    def population(self, st: GAState) -> Population:
+        return st.pop
 
-    def settled(self, pop) -> bool:
-        """Whether stagnation may be declared now (always, for the GA)."""
-        return True
+    def settled(self, st: GAState) -> bool:
+        """No stagnation while the epsilon level is still decaying (as for DE)."""
+        return self.handler.name != "epsilon" or st.t >= self.control_generations
 
-    def restart(self, pop, X0, keep):
+    def restart(self, st: GAState, X0, keep):
         return self.start(_inject(X0, keep))
 
 

@@ -1,5 +1,10 @@
 """The genetic algorithm's generation: tournament, SBX, mutation, repair, evaluation,
-(mu + lambda) survival under feasibility rules.
+(mu + lambda) survival.
+
+Tournaments and survival compare the constraint handler's keys (see
+:mod:`._handling`): feasibility rules by default, or the epsilon, penalty or death keys
+at the handler's per-generation ``level``.  The population keeps the raw objective and
+violation; only comparisons see the keys.
 
 ``draw`` takes every random number a generation needs from a seeded generator;
 ``step`` is then a pure function of tensors (no host synchronisation, no
@@ -120,34 +125,48 @@ def initial(gen: torch.Generator, S: int, lower, upper, integer, dtype):
     return repair(X, lower, upper, integer)
 
 
-def survive(X, f, cv, S: int) -> Population:
-    """Keep the best ``S`` of a population, the best first (the rest unordered)."""
-    idx = select(f, cv, S)
+def _raw_keys(f, cv):
+    return f, cv
+
+
+def survive(X, f, cv, S: int, keys=_raw_keys) -> Population:
+    """Keep the best ``S`` of a population under ``keys(f, cv) -> (kf, kcv)`` (default:
+    feasibility rules on the raw pair), the best first (the rest unordered)."""
+    idx = select(*keys(f, cv), S)
     return Population(X.index_select(1, idx), f[idx], cv[idx])
 
 
-def merge(pop: Population, kids, fk, cvk) -> Population:
-    """(mu + lambda) survival: the best ``S`` of parents and children, the best first."""
+def merge(pop: Population, kids, fk, cvk, keys=_raw_keys) -> Population:
+    """(mu + lambda) survival: the best ``S`` of parents and children under ``keys``,
+    the best first."""
     S = pop.f.shape[0]
     f = torch.cat([pop.f, fk])
     cv = torch.cat([pop.cv, cvk])
-    idx = select(f, cv, S)
+    idx = select(*keys(f, cv), S)
     X = torch.cat([pop.X, kids], dim=1).index_select(1, idx)
     return Population(X, f[idx], cv[idx])
 
 
-def make_step(fitness, eta_c: float, eta_m: float):
+def make_step(fitness, eta_c: float, eta_m: float, handler=None):
     """Build the generation step around a generated ``fitness(X, P, eq_tol)``.
 
-    The returned ``step(pop, rnd, lower, upper, integer, P, eq_tol)`` takes every size
-    from its tensors' shapes, so one compiled step serves every population size.
+    The returned ``step(pop, rnd, lower, upper, integer, P, eq_tol, level=None)`` takes
+    every size from its tensors' shapes, so one compiled step serves every population
+    size.  ``handler`` (a :class:`~._handling.Handler`; default feasibility rules) maps
+    ``(f, cv)`` to the keys tournaments and survival compare, at ``level`` (a 0-d
+    tensor: the epsilon level or penalty weight of this generation).
     """
 
-    def ga_step(pop: Population, rnd: GARandoms, lower, upper, integer, P, eq_tol):
+    def ga_step(pop: Population, rnd: GARandoms, lower, upper, integer, P, eq_tol,
+                level=None):
         S = pop.f.shape[0]
         H = S // 2
         dtype = pop.X.dtype
-        w = tournament(pop.f, pop.cv, rnd.tour)
+
+        def keys(f, cv):
+            return (f, cv) if handler is None else handler.keys(f, cv, level)
+
+        w = tournament(*keys(pop.f, pop.cv), rnd.tour)
         p1 = pop.X.index_select(1, w[:H])
         p2 = pop.X.index_select(1, w[H:])
         u_x, do_x, swap = unpack_cross(rnd, dtype)
@@ -157,6 +176,6 @@ def make_step(fitness, eta_c: float, eta_m: float):
         kids = polynomial_mutation(kids, lower, upper, u_m, do_m, eta_m)
         kids = repair(kids, lower, upper, integer)
         fk, cvk = fitness(kids, P, eq_tol)
-        return merge(pop, kids, fk, cvk)
+        return merge(pop, kids, fk, cvk, keys)
 
     return ga_step

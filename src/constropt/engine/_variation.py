@@ -82,3 +82,25 @@ def repair(X, lower, upper, integer):
     """Clip to the box and round integer genes (``integer`` is a bool (N, 1) mask)."""
     X = torch.minimum(torch.maximum(X, lower), upper)
     return torch.where(integer, torch.round(X), X)
+
+
+def snap(X, values):
+    """Genes moved to the nearest of their allowed values.
+
+    Parameters
+    ----------
+    X : Tensor, shape (N, S)
+        Population, variable-major.
+    values : Tensor, shape (N, K)
+        Allowed values per gene, padded with ``inf``; a row of ``inf`` leaves that gene
+        unchanged.
+
+    Returns
+    -------
+    Tensor, shape (N, S)
+    """
+    d = (X[:, None, :] - values[:, :, None]).abs()  # (N, K, S); inf for padding
+    k = d.argmin(1, keepdim=True)
+    near = torch.gather(values[:, :, None].expand_as(d), 1, k).squeeze(1)
+    has = torch.isfinite(values).any(1, keepdim=True)
+    return torch.where(has, near, X)

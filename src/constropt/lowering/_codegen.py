@@ -31,6 +31,7 @@ _CALLS = {"atan2": "atan2", "mod": "mod", "min": "minimum", "max": "maximum",
           "viol_lt": "viol_lt", "recip": "recip", "minkey": "minimize_key"}
 _INFIX = {"and": " & ", "or": " | ", "xor": " ^ "}
 _LONG = 88
+_CHUNK = 32  # most terms of one n-ary operation in one generated expression
 
 
 def _fmt_const(v: float) -> tuple[str, int]:
@@ -89,8 +90,28 @@ class _Emitter:
         """Constants, names and negated names: never worth a temporary."""
         return self.g.is_const(n) or bool(re.fullmatch(r"-?[\w.]+", txt)) and prec >= _UNARY
 
+    def prepare(self, n: int) -> None:
+        """Render every operand below ``n`` that has no text yet, deepest first.
+
+        An explicit stack replaces the recursion ``get -> render -> get`` (a chain of a
+        few hundred nodes exceeded Python's recursion limit); operands are visited in
+        the order ``render`` asks for them, so temporaries keep their order.
+        """
+        stack = [(a, False) for a in reversed(self.g.operands(self.g.nodes[n]))]
+        while stack:
+            m, ready = stack.pop()
+            if m in self.text:
+                continue
+            if ready:
+                self.get(m)
+                continue
+            stack.append((m, True))
+            stack.extend((a, False) for a in reversed(self.g.operands(self.g.nodes[m]))
+                         if a not in self.text)
+
     def get(self, n: int, min_prec: int = 0) -> str:
         if n not in self.text:
+            self.prepare(n)
             txt, prec = self.render(n)
             if not self.simple(n, txt, prec) and (self.uses.get(n, 0) > 1 or len(txt) > _LONG):
                 name = f"t{self.ntemp}"
@@ -104,6 +125,31 @@ class _Emitter:
     def _label(self, kind: str, k: int) -> str:
         text = self.labels(kind, k) if self.labels is not None else None
         return f"  # {comment_label(text)}" if text else ""
+
+    @staticmethod
+    def join_add(parts: list) -> str:
+        txt = parts[0]
+        for p in parts[1:]:
+            txt += f" - {p[1:]}" if p.startswith("-") else f" + {p}"
+        return txt
+
+    def chunked(self, parts: list, join) -> list:
+        """``parts`` of an n-ary operation, grouped into temporaries of ``_CHUNK`` terms.
+
+        A chain of thousands of ``+`` in one expression makes Python's compiler recurse
+        once per operator (its syntax tree is left-deep); chunks keep every expression
+        at most ``_CHUNK`` operators deep, however many terms the sum has.
+        """
+        while len(parts) > _CHUNK:
+            grouped = []
+            for k in range(0, len(parts), _CHUNK):
+                name = f"t{self.ntemp}"
+                self.ntemp += 1
+                self.taken.add(name)
+                self.lines.append(f"{name} = {join(parts[k:k + _CHUNK])}")
+                grouped.append(name)
+            parts = grouped
+        return parts
 
     def render(self, n: int) -> tuple[str, int]:
         key = self.g.nodes[n]
@@ -143,13 +189,11 @@ class _Emitter:
             both = all(self.g.is_const(k) for k in key[2:])
             return f"where({c}, {a}, {b}" + (", dtype)" if both else ")"), _ATOM
         if op == "add":
-            parts = [self.get(a, _ADD) for a in key[1:]]
-            txt = parts[0]
-            for p in parts[1:]:
-                txt += f" - {p[1:]}" if p.startswith("-") else f" + {p}"
-            return txt, _ADD
+            parts = self.chunked([self.get(a, _ADD) for a in key[1:]], self.join_add)
+            return self.join_add(parts), _ADD
         if op == "mul":
-            return " * ".join(self.get(a, _MUL + 1) for a in key[1:]), _MUL
+            parts = self.chunked([self.get(a, _MUL + 1) for a in key[1:]], " * ".join)
+            return " * ".join(parts), _MUL
         if op == "neg":
             return "-" + self.get(key[1], _MUL + 1), _UNARY
         if op == "powi":
@@ -164,7 +208,9 @@ class _Emitter:
         if op == "cmp":
             return f"({self.get(key[2], _ADD)} {key[1]} {self.get(key[3], _ADD)})", _ATOM
         if op in _INFIX:
-            return "(" + _INFIX[op].join(self.get(a, _ATOM) for a in key[1:]) + ")", _ATOM
+            def join(parts):
+                return "(" + _INFIX[op].join(parts) + ")"
+            return join(self.chunked([self.get(a, _ATOM) for a in key[1:]], join)), _ATOM
         if op == "not":
             return "~" + self.get(key[1], _ATOM), _ATOM
         if op == "viol_eq":

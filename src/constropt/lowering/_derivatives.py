@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import sympy as sp
 
+from .._errors import UnsupportedExpressionError
+
 __all__ = ["SymbolicDerivative", "autograd_derivatives", "gradient_runtime"]
 
 
@@ -45,6 +47,20 @@ def _step_form(expr):
     return expr.replace(sp.ceiling, _Ceiling)
 
 
+#: Most arguments of a ``Min``/``Max`` differentiated symbolically: sympy writes the
+#: derivative of each argument with a ``Min`` of all the others (quadratic size; 27
+#: arguments took 4 s, 729 took 90 s), where autograd costs one backward pass.
+MAX_MINMAX_ARGS = 8
+
+
+def _check_size(expr) -> None:
+    big = [e for e in expr.atoms(sp.Min, sp.Max) if len(e.args) > MAX_MINMAX_ARGS]
+    if big:
+        raise UnsupportedExpressionError(
+            f"a {type(big[0]).__name__} of {len(big[0].args)} arguments is differentiated "
+            f"by autograd (symbolic derivatives take at most {MAX_MINMAX_ARGS})")
+
+
 class SymbolicDerivative:
     """``d(expr, symbol)``: the derivative with every symbol of ``symbols`` taken real.
 
@@ -60,6 +76,7 @@ class SymbolicDerivative:
     def __call__(self, expr, symbol):
         e = self._prepared.get(expr)
         if e is None:
+            _check_size(expr)
             e = self._prepared[expr] = _step_form(expr.xreplace(self.real))
         d = sp.diff(e, self.real[symbol])
         d = d.replace(sp.DiracDelta, lambda *a: sp.S.Zero)

@@ -29,7 +29,7 @@ from .._errors import ProblemError, UnsupportedExpressionError
 from . import _rt_numpy
 
 __all__ = ["Graph", "Layout", "Block", "RULES", "OPERANDS", "SUPPORTED", "product",
-           "int_power"]
+           "int_power", "balanced"]
 
 UNARY = {
     sp.exp: "exp", sp.sin: "sin", sp.cos: "cos", sp.tan: "tan", sp.atan: "atan",
@@ -186,12 +186,38 @@ class Graph:
 
     # -- sympy -> nodes ------------------------------------------------------------
     def lower(self, expr) -> int:
-        """Lower one sympy expression or boolean; returns its node id."""
-        key = (expr, tuple(self.ctx))
-        hit = self._memo.get(key)
+        """Lower one sympy expression or boolean; returns its node id.
+
+        The operands are lowered first, bottom-up with an explicit stack (see
+        :meth:`_lower_operands`), so a rule only ever looks one level down and a deep
+        expression never exhausts Python's recursion limit.
+        """
+        ctx = tuple(self.ctx)
+        hit = self._memo.get((expr, ctx))
         if hit is None:
-            hit = self._memo[key] = self._lower(expr)
+            self._lower_operands(expr, ctx)
+            hit = self._memo[(expr, ctx)] = self._lower(expr)
         return hit
+
+    def _lower_operands(self, expr, ctx: tuple) -> None:
+        """Memoize every plain operand below ``expr``, deepest first, without recursion.
+
+        Only classes whose operands are lowered in the same summation context are
+        entered (not ``Sum``/``Product``, which push an index, nor constants).
+        """
+        stack = [(a, False) for a in reversed(_plain_operands(expr))]
+        pending = set()
+        while stack:
+            e, ready = stack.pop()
+            if ready:
+                self._memo[(e, ctx)] = self._lower(e)
+                continue
+            if (e, ctx) in self._memo or e in pending:
+                continue
+            pending.add(e)
+            stack.append((e, True))
+            stack.extend((a, False) for a in reversed(_plain_operands(e))
+                         if (a, ctx) not in self._memo)
 
     def _lower(self, e) -> int:
         if isinstance(e, BooleanTrue):
@@ -236,6 +262,15 @@ class Graph:
         if s in self._params:
             return self.node("param", self._params[s])
         raise ProblemError(f"symbol {s} is neither a variable nor a parameter of the problem")
+
+
+def _plain_operands(e) -> tuple:
+    """The sympy operands of ``e`` that its rule lowers in the current context."""
+    if not isinstance(e, _SAME_CONTEXT) or (isinstance(e, sp.Expr) and e.is_number):
+        return ()
+    if isinstance(e, sp.Piecewise):
+        return tuple(a for pair in e.args for a in pair.args)
+    return tuple(a for a in e.args if not (isinstance(a, sp.Expr) and a.is_number))
 
 
 _FOLDABLE = {"add", "mul", "neg", "powi", "powf", "fn", "cmp", "where", "and", "or", "not",
@@ -318,13 +353,18 @@ def _binary(op: str):
     return rule
 
 
+def balanced(g: Graph, op: str, args: list) -> int:
+    """A binary ``op`` over ``args`` as a balanced tree (depth log2 n, not n)."""
+    args = list(args)
+    while len(args) > 1:
+        pairs = [g.node(op, a, b) for a, b in zip(args[0::2], args[1::2])]
+        args = pairs + args[len(pairs) * 2:]
+    return args[0]
+
+
 def _fold(op: str):
     def rule(g: Graph, e) -> int:
-        args = [g.lower(a) for a in e.args]
-        acc = args[0]
-        for a in args[1:]:
-            acc = g.node(op, acc, a)
-        return acc
+        return balanced(g, op, [g.lower(a) for a in e.args])
     return rule
 
 
@@ -392,11 +432,7 @@ def _logic(op: str):
 
 
 def _xor(g: Graph, e) -> int:
-    args = [g.lower(a) for a in e.args]
-    acc = args[0]
-    for a in args[1:]:
-        acc = g.node("xor", acc, a)
-    return acc
+    return balanced(g, "xor", [g.lower(a) for a in e.args])
 
 
 RULES: dict = {
@@ -412,3 +448,5 @@ for _cls in UNARY:
     RULES[_cls] = _func
 for _cls in CMP:
     RULES[_cls] = _relational
+#: Classes whose rule lowers ``e.args`` in the enclosing context (entered iteratively).
+_SAME_CONTEXT = tuple(RULES)

@@ -19,9 +19,11 @@ Generated entry points (all take the variable-major population ``X`` of shape
     lowered like the values; piecewise-constant functions (``floor``, ``ceiling``,
     ``frac``, ``sign``, ``Heaviside``, the quotient in ``Mod``) have derivative 0 away
     from their jumps.  Problems with vector variables (or a derivative sympy leaves
-    unevaluated): reverse-mode autograd through the generated torch ``leaves`` function
-    in float64 (NumPy in, NumPy out for the ``"numpy"`` backend), exact to rounding
-    like the symbolic route; :attr:`Lowering.derivative_method` says which is used.
+    unevaluated, a ``Min``/``Max`` of more than eight arguments, or an expression too
+    deep for sympy's ``diff``): reverse-mode autograd through the generated torch
+    ``leaves`` function in float64 (NumPy in, NumPy out for the ``"numpy"`` backend),
+    exact to rounding like the symbolic route; :attr:`Lowering.derivative_method` says
+    which is used.
 """
 
 from __future__ import annotations
@@ -195,6 +197,10 @@ class Lowering:
                         self._deriv_source = self._build_derivatives()
                     except UnsupportedExpressionError as err:
                         self._deriv_error = err
+                    except RecursionError:  # sympy's diff recurses per nesting level
+                        self._deriv_error = UnsupportedExpressionError(
+                            "the expression is nested too deeply for sympy's diff; "
+                            "derivatives use autograd")
                     _DERIVATIVE_SOURCES[key] = (self._deriv_source, self._deriv_error)
             if self._deriv_error is not None:
                 raise self._deriv_error

@@ -88,7 +88,7 @@ class SolveOptions:
         variables without equalities (one run and the polish solve those), else 3.
     repair : "auto", True or False
         Gradient-based repair of infeasible individuals with the exact constraint
-        Jacobian (DE only); ``"auto"``: when the problem has equality constraints.
+        Jacobian; ``"auto"``: when the problem has equality constraints.
         Off by default: on the benchmark collection the epsilon schedule alone solved
         more runs (G17, G21, G22) than with repair.
     checkpoint : str or path or None

@@ -120,6 +120,7 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
     from ..engine._handling import make_handler
     from ..engine._loop import Termination, run
     from ._progress import make_monitor
+    from ._snap import integer_sets, snap_outcome, snapped
 
     n = problem.n
     algorithm = opts.algorithm
@@ -130,10 +131,14 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
     if handling == "auto":
         handling = "epsilon" if any(lf.kind == "eq" for lf in problem.leaves) else "feasibility"
     handler = make_handler(handling)
-    if algorithm == "ga" and handling not in ("feasibility",):
-        raise OptionError(f"constraint_handling={handling!r} needs algorithm='de'; the GA "
-                          "ranks by feasibility rules")
     fitness_fn = problem.lowering.functions("torch")["fitness"]
+    key = problem.source
+    sets = integer_sets(problem)
+    if sets is not None:  # integers confined to the roots of their own equality
+        values = torch.as_tensor(sets, dtype=wdtype, device=dev)
+        fitness_fn = snapped(fitness_fn, values)
+        key = (key, "snap", sets.tobytes())
+    fkey = key
     P = torch.as_tensor(pvec, dtype=wdtype, device=dev).reshape(-1, 1)
     tol = torch.tensor(problem.eq_tol, dtype=wdtype, device=dev)
     lower = torch.as_tensor(problem.lower, dtype=wdtype, device=dev).reshape(-1, 1)
@@ -147,13 +152,12 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
         budget = opts.memory_budget or available_bytes(dev) // 2
         fitness_fn = Chunked(fitness_fn, bytes_per_individual(problem, wdtype.itemsize),
                              budget)
-    key = problem.source
     if algorithm == "ga":
         cfg = _ga.GAConfig(pop_size=S, eta_c=opts.eta_c, eta_m=opts.eta_m,
                            p_mut=opts.p_mut if opts.p_mut is not None
                            else min(0.5, max(0.05, 1.0 / n)))
-        step_fn = _ga.make_step(fitness_fn, cfg.eta_c, cfg.eta_m)
-        key = (key, "ga_step", cfg.eta_c, cfg.eta_m)
+        step_fn = _ga.make_step(fitness_fn, cfg.eta_c, cfg.eta_m, handler)
+        key = (key, "ga_step", cfg.eta_c, cfg.eta_m, handler)
     else:
         cfg = _de.DEConfig(strategy=opts.strategy)
         step_fn = _de.make_step(fitness_fn, handler, cfg)
@@ -162,7 +166,7 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
     compile_s = 0.0
     if use_compile:
         step_fn = compiled(step_fn, key)
-        fit = compiled(fitness_fn, (problem.source, "fitness"))
+        fit = compiled(fitness_fn, (fkey, "fitness"))
         t0 = time.perf_counter()  # the first call compiles: timed apart from the search
         fit(torch.zeros((n, 2 * S), dtype=wdtype, device=dev), P, tol)
         compile_s = time.perf_counter() - t0
@@ -172,7 +176,8 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
 
     bounds = (lower, upper, integer)
     if algorithm == "ga":
-        alg = GA(evaluate, step_fn, cfg, gen, bounds, (P, tol))
+        alg = GA(evaluate, step_fn, cfg, gen, bounds, (P, tol), handler,
+                 _make_repair(problem, opts, evaluate, P, bounds, gen, S))
     else:
         alg = DE(evaluate, step_fn, cfg, handler, gen, bounds, (P, tol), S,
                  _make_repair(problem, opts, evaluate, P, bounds, gen, S))
@@ -235,4 +240,6 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
     finally:
         if monitor is not None:
             monitor.finish()
+    if sets is not None:
+        out = snap_outcome(out, values)
     return out, compile_s

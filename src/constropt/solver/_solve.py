@@ -86,23 +86,31 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
     return best, f_best, V_best, nfev, bool(info.get("timed_out"))
 
 
+#: Distance (largest coordinate, as a share of the box) between polish starts: a start
+#: nearer an earlier one than this lies in its basin and would polish to the same point.
+CLUSTER = 0.02
+
+
 def _polish_stage(problem, out, best, f_best, V_best, pvec, max_evals, nfev,
                   starts: int = 3, deadline=None):
-    """SLSQP from the best point and from other distinct good points of the last
-    population; keep the best feasible result.
+    """SLSQP from the best point and from the best point of other clusters of the last
+    population (best first under feasibility rules, each at least ``CLUSTER`` of the box
+    from every start taken); keep the best feasible result.
 
     Returns ``(x, f, V, nfev, stopped)``: ``stopped`` is None, ``Status.TIME_LIMIT``
     when the deadline cut the polish short, or ``Status.INTERRUPTED`` after Ctrl-C (the
     best point so far is kept; a second Ctrl-C propagates).
     """
     pop = out.population.X.double().cpu().numpy()
+    f = np.nan_to_num(out.population.f.double().cpu().numpy(), nan=np.inf)
+    cv = np.nan_to_num(out.population.cv.double().cpu().numpy(), nan=np.inf)
+    scale = np.maximum(problem.upper - problem.lower, 1e-12)
     cands = [best]
-    for j in range(pop.shape[1]):
+    for j in np.lexsort((f, cv)):
         if len(cands) >= starts:
             break
         p = pop[:, j]
-        scale = np.maximum(problem.upper - problem.lower, 1e-12)
-        if all(np.max(np.abs(p - c) / scale) > 1e-3 for c in cands):
+        if all(np.max(np.abs(p - c) / scale) > CLUSTER for c in cands):
             cands.append(p)
     try:
         for start in cands:
