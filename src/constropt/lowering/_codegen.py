@@ -145,7 +145,6 @@ class _Emitter:
             for k in range(0, len(parts), _CHUNK):
                 name = f"t{self.ntemp}"
                 self.ntemp += 1
-                self.taken.add(name)
                 self.lines.append(f"{name} = {join(parts[k:k + _CHUNK])}")
                 grouped.append(name)
             parts = grouped
