@@ -377,8 +377,17 @@ class Problem:
 def _rebuild(objective, constraints, variables, bounds, maximize, parameters, eq_tol):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BoundsWarning)
-        return Problem(objective, constraints, variables=variables, bounds=bounds,
-                       maximize=maximize, parameters=parameters or None, eq_tol=eq_tol)
+        p = Problem(objective, constraints, variables=variables, bounds=bounds,
+                    maximize=maximize, parameters=parameters or None, eq_tol=eq_tol)
+    # the stored box is final: bound propagation started from it may shrink it a little
+    # more, which would change the problem (its checkpoint fingerprint); keep it as stored
+    for b in p._layout.blocks:
+        if b.symbol in bounds:
+            lo, hi = bounds[b.symbol]
+            p._lower[b.offset:b.offset + b.size] = lo
+            p._upper[b.offset:b.offset + b.size] = hi
+            p._box[b.symbol] = (lo, hi)
+    return p
 
 
 # -- validation helpers ------------------------------------------------------------------
