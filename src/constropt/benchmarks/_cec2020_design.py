@@ -20,7 +20,7 @@ from __future__ import annotations
 import sympy as sp
 
 from ._base import BenchmarkProblem, register
-from ._cec2020_process import rc, variables
+from ._cec2020_base import rc, variables
 
 _SEARCH = "a local solve (SLSQP) from a search's best point, polished at 40 digits"
 

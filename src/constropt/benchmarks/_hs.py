@@ -17,7 +17,7 @@ from __future__ import annotations
 import sympy as sp
 
 from ._base import BenchmarkProblem, register
-from ._cec2020_process import variables
+from ._cec2020_base import variables
 
 BOOK = (
     "Hock, W. and Schittkowski, K. (1981). Test Examples for Nonlinear Programming "

@@ -16,7 +16,7 @@ from __future__ import annotations
 import sympy as sp
 
 from ._base import BenchmarkProblem, register
-from ._cec2020_process import variables
+from ._cec2020_base import variables
 
 MINLPLIB = (
     "MINLPLib (Bussieck, M. R., Drud, A. S. and Meeraus, A. (2003). MINLPLib - a "
