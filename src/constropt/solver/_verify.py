@@ -237,17 +237,27 @@ class Certified(NamedTuple):
         return self.verification.feasible and self.verification.float64_feasible
 
 
-def _directions(problem, x, pvec, bad_leaves, vals):
-    """Sum of unit moves into the feasible side of every failing leaf, shape (n,)."""
+def _jacobian(problem, x, pvec):
+    """Leaf values and Jacobian at ``x``: ``(C (m,), J (m, n))`` (exact derivative code,
+    else a central difference)."""
+    fn = problem.lowering.functions("numpy")["leaves"]
+    with np.errstate(all="ignore"):
+        _, C = fn(x.reshape(-1, 1), pvec.reshape(-1, 1))
+    C = np.asarray(C, dtype=np.float64).reshape(-1)
     try:
         g, J = problem.lowering.derivatives("numpy")(x.reshape(-1, 1), pvec.reshape(-1, 1))
         J = np.asarray(J, dtype=np.float64)[..., 0]
     except Exception:  # no derivative code: a central difference of the leaves
         J = _fd_jacobian(problem, x, pvec)
+    return C, np.nan_to_num(J, nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def _directions(problem, J, bad_leaves, vals):
+    """Sum of unit moves into the feasible side of every failing leaf, shape (n,)."""
     d = np.zeros(problem.n)
     leaves = problem.leaves
     for k in bad_leaves:
-        row = np.nan_to_num(J[k], nan=0.0, posinf=0.0, neginf=0.0)
+        row = J[k]
         norm = np.max(np.abs(row))
         if not norm > 0:
             continue
@@ -257,6 +267,35 @@ def _directions(problem, x, pvec, bad_leaves, vals):
             sign = 1.0 if v is UNDEF or v.is_nan() or not (v < 0) else -1.0
         d -= sign * row / norm
     return d
+
+
+def _newton_moves(problem, x, C, J, bad_leaves):
+    """Least-norm moves that put every failing or active inequality leaf a growing
+    multiple of its rounding scale inside its boundary at once (a Gauss-Newton step on
+    the active set):
+    at a vertex where the failing constraints' inward normals nearly oppose each other
+    (G06's crescent tip), the sum of unit moves barely moves either."""
+    free = ~problem.integer
+    ineq = np.array([lf.kind != "eq" for lf in problem.leaves], dtype=bool)
+    if not any(ineq[k] for k in bad_leaves) or not free.any():
+        return
+    Jf = J[:, free]
+    size = np.abs(Jf) @ np.maximum(np.abs(x[free]), 1.0) + np.abs(C) + 1.0
+    # the failing leaves and every other inequality active at x (a vertex: pushing one
+    # leaf inside must not push its neighbour out)
+    near = ineq & np.isfinite(C) & (C > -1e-8 * size)
+    near[[k for k in bad_leaves if ineq[k]]] = True
+    rows = np.flatnonzero(near)
+    A, scale = Jf[rows], size[rows]
+    for t in _STEPS:
+        target = -(C[rows] + t * np.finfo(np.float64).eps * scale)
+        try:
+            dz = np.linalg.lstsq(A, target, rcond=None)[0]
+        except np.linalg.LinAlgError:
+            return
+        d = np.zeros(problem.n)
+        d[free] = dz
+        yield d
 
 
 def _fd_jacobian(problem, x, pvec):
@@ -273,8 +312,9 @@ def _fd_jacobian(problem, x, pvec):
     return (C[:, 0::2] - C[:, 1::2]) / (2 * h)
 
 
-def _candidates(problem, x, genes, d):
-    """Moved points ``(x, genes)``: integer genes first, then continuous moves."""
+def _candidates(problem, x, genes, d, newton=()):
+    """Moved points ``(x, genes)``: integer genes first, then Gauss-Newton moves onto the
+    feasible side of the failing leaves, then moves along ``d``."""
     integer = problem.integer
     lo, hi = problem.lower, problem.upper
     ints = np.flatnonzero(integer & (d != 0))
@@ -284,6 +324,14 @@ def _candidates(problem, x, genes, d):
             g2[k] = genes[k] + (m if d[k] > 0 else -m)
         x2 = x.copy()
         x2[ints] = [float(g2[k]) for k in ints]
+        yield x2, g2
+    for step in newton:
+        x2 = np.clip(x + step, lo, hi)
+        if np.array_equal(x2, x):
+            continue
+        g2 = list(genes)
+        for k in np.flatnonzero(~integer):
+            g2[k] = float(x2[k])
         yield x2, g2
     free = ~integer & (d != 0)
     if not free.any():
@@ -334,8 +382,9 @@ def certify(problem, x, pvec, fun: float, V: np.ndarray, budget: int | None = No
     used = 0
     if f64 and SATISFIED != _all(cons):
         bad = [k for k, v in enumerate(leaf) if v != SATISFIED]
-        d = _directions(problem, x, pvec, bad, vals)
-        for x2, g2 in _candidates(problem, x, genes, d):
+        C, J = _jacobian(problem, x, pvec)
+        d = _directions(problem, J, bad, vals)
+        for x2, g2 in _candidates(problem, x, genes, d, _newton_moves(problem, x, C, J, bad)):
             if budget is not None and used >= budget:
                 break
             used += 1
