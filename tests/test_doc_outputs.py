@@ -26,13 +26,17 @@ def _gen():
     return mod
 
 
+RULE = re.compile(r"-{2,}")
+
+
 def same(quoted: str, now: str) -> str | None:
     """None when the texts agree (numbers within tolerance), else the first difference."""
     q_lines, n_lines = quoted.splitlines(), now.splitlines()
     if len(q_lines) != len(n_lines):
         return f"{len(q_lines)} lines quoted, {len(n_lines)} printed now"
     for q, n in zip(q_lines, n_lines):
-        if NUMBER.sub("#", q).split() != NUMBER.sub("#", n).split():
+        # numbers are compared below; table rules follow the column widths (digit counts)
+        if RULE.sub("-", NUMBER.sub("#", q)).split() != RULE.sub("-", NUMBER.sub("#", n)).split():
             return f"quoted {q!r}\n   now {n!r}"
         for a, b in zip(NUMBER.findall(q), NUMBER.findall(n)):
             fa, fb = float(a), float(b)
