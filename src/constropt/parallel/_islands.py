@@ -1,22 +1,21 @@
 """Island model across processes: one population per rank, migration over ``torch.distributed``.
 
-Each process (rank) of a ``torchrun`` launch runs :func:`constropt.solve` on its own
-device with its own seed (``seed + rank``).  A hook called after every generation keeps
-the ranks in lockstep:
+Each process (rank) of a ``torchrun`` launch runs the search driver (a
+:class:`constropt.Search`, as ``solve`` does) on its own device with its own seed
+(``seed + rank``), with a migration hook and a consensus that keep the ranks in lockstep:
 
-- every ``check_every`` generations and every ``migrate_every`` generations the ranks
-  meet in one ``all_gather`` of a fixed-size float64 vector: stop flags, the rank's best
-  point so far ``(cv, f)``, and (on migration generations) its best ``migrants``
-  individuals ``(x, f, cv)``;
+- every ``migrate_every`` generations the ranks meet in one ``all_gather`` of their best
+  ``migrants`` individuals ``(x, f, cv)``; every ``check_every`` generations (the
+  driver's check points) in one ``all_gather`` of stop flags and best point ``(cv, f)``;
 - on migration generations each rank replaces its worst individuals with the migrants
   of rank ``r - 1`` (``topology="ring"``) or with the best of all other ranks' migrants
   (``topology="all"``), keeping the population's order invariant (DE: sorted best-first
   under the constraint handler's keys; GA: the best in column 0);
-- every stop decision is taken from the gathered vector, which is the same on all ranks,
-  so all ranks stop at the same generation: the loop's own rank-local criteria
-  (stagnation, time limit, target, callback) are switched off and decided here instead,
-  and restarts are off (they would make the evaluation counts, hence the ``max_evals``
-  stop, differ between ranks).
+- every stop decision is the driver's own rule (``engine/_driver.py``) applied to values
+  gathered from all ranks (the best point over all ranks, whether any rank is past the
+  time limit or asked to stop), which are the same on every rank, so all ranks stop at
+  the same generation; restarts are off (they would make the evaluation counts, hence
+  the ``max_evals`` stop, differ between ranks).
 
 After the local solves (polish included) the ranks gather each final point's key and the
 winning rank broadcasts its whole :class:`Result`, so every rank returns the same one.
@@ -48,10 +47,6 @@ TOPOLOGIES = ("ring", "all")
 
 #: Options of :func:`constropt.solve` that are named arguments rather than SolveOptions.
 _NAMED = ("variables", "bounds", "maximize", "dtype", "compile", "cross_check")
-
-#: ``stagnation`` passed to the local loops: the islands decide stagnation together.
-_NEVER = 2**62
-
 
 class DistributedError(ConstroptError, RuntimeError):
     """A collective operation of :func:`solve_islands` failed or timed out.
@@ -221,21 +216,21 @@ def _init_group(backend, dev, timeout: float) -> _Group:
 
 
 def _inject(algorithm, alg_state, Xm, fm, cvm):
-    """Replace the worst ``m`` individuals of the population with the migrants
-    ``Xm`` (N, m), ``fm``, ``cvm`` (m,); the population is re-sorted best-first under
-    the algorithm's comparison keys (the handler's for DE, feasibility rules for GA),
-    which keeps both algorithms' invariants.  Returns the new algorithm state."""
+    """Replace the worst ``m`` individuals of the (single-instance) population with the
+    migrants ``Xm`` (N, m), ``fm``, ``cvm`` (m,); the population is re-sorted best-first
+    under the algorithm's comparison keys (the handler's for DE, feasibility rules for
+    GA), which keeps both algorithms' invariants.  Returns the new algorithm state."""
     import torch
 
     from ..engine._ga import Population
     from ..engine._ranking import order
 
-    X, f, cv = algorithm.population(alg_state)
-    handler = getattr(algorithm, "handler", None)
-    level = getattr(alg_state, "level", None)
+    pop = algorithm.population(alg_state)
+    X, f, cv = pop.X[:, 0], pop.f[0], pop.cv[0]
 
     def keys(f_, cv_):
-        return handler.keys(f_, cv_, level) if handler is not None else (f_, cv_)
+        kf, kc = algorithm.keys(f_[None], cv_[None], alg_state)
+        return kf.reshape(-1), kc.reshape(-1)
 
     m = Xm.shape[1]
     keep = order(*keys(f, cv))[: X.shape[1] - m]
@@ -243,10 +238,8 @@ def _inject(algorithm, alg_state, Xm, fm, cvm):
     f2 = torch.cat([f[keep], fm.to(device=f.device, dtype=f.dtype)])
     cv2 = torch.cat([cv[keep], cvm.to(device=cv.device, dtype=cv.dtype)])
     idx = order(*keys(f2, cv2))
-    pop = Population(X2[:, idx], f2[idx], cv2[idx])
-    if isinstance(alg_state, Population):
-        return pop
-    return replace(alg_state, pop=pop)
+    new = Population(X2[:, idx][:, None], f2[idx][None], cv2[idx][None])
+    return algorithm.with_population(alg_state, new)
 
 
 def _best_index(cv, f) -> int:
@@ -258,104 +251,60 @@ def _best_index(cv, f) -> int:
 
 
 class _Migration:
-    """The ``on_generation`` hook: synchronisation, migration and symmetric stops."""
+    """Migration (the driver's ``on_generation`` hook) and the consensus on the stop
+    decisions (the driver's ``consensus``): the stop rules themselves are the driver's,
+    applied on values every rank agrees on."""
 
-    def __init__(self, grp: _Group, *, every, migrants, topology, check_every, stagnation,
-                 ftol, target, time_limit, user_hook, t0):
+    def __init__(self, grp: _Group, *, every, migrants, topology, user_hook):
         self.grp, self.every, self.m, self.topology = grp, every, migrants, topology
-        self.check_every, self.stagnation, self.ftol = check_every, stagnation, ftol
-        self.target, self.time_limit, self.user_hook, self.t0 = target, time_limit, user_hook, t0
+        self.user_hook = user_hook
         self.migrations = 0
-        self.stop = None          # the Status all ranks agreed to stop for
-        self.wants_stop = False   # the user's callback or hook asked for a stop
-        self.quiet = 0
-        self.last = 0
-        self.gbest = (math.inf, math.inf)  # (f, cv): best over all ranks at the last sync
-
-    def user_callback(self, callback):
-        """Wrap the user's progress callback: a stop request waits for the next sync."""
-        if callback is None:
-            return None
-
-        def wrapped(progress):
-            if callback(progress):
-                self.wants_stop = True
-            return False
-
-        return wrapped
+        self.wants_stop = False   # the user's on_generation hook asked for a stop
 
     def __call__(self, st, algorithm) -> bool:
         import torch
 
-        from ..engine._loop import _improved, _merge
         from ..engine._ranking import order
-        from ..solver._result import Status
 
-        g = st.g
+        g = int(st.g)
         if self.user_hook is not None and self.user_hook(st, algorithm):
             self.wants_stop = True
         grp = self.grp
-        migrate = grp.world > 1 and g % self.every == 0
-        if not migrate and g % self.check_every != 0:
+        if grp.world == 1 or g % self.every != 0:
             return False
         pop = algorithm.population(st.alg)
-        late = self.time_limit is not None and time.perf_counter() - self.t0 >= self.time_limit
-        bx, bf, bcv = st.best
-        dev, dt = pop.f.device, torch.float64
-        head = torch.stack([torch.tensor(float(late), device=dev, dtype=dt),
-                            torch.tensor(float(self.wants_stop), device=dev, dtype=dt),
-                            bcv.to(dt), bf.to(dt)])
-        parts = [head]
-        n = pop.X.shape[0]
-        if migrate:  # this rank's best m individuals under feasibility rules
-            idx = order(pop.f, pop.cv)[: self.m]
-            parts += [pop.X[:, idx].T.reshape(-1).to(dt), pop.f[idx].to(dt),
-                      pop.cv[idx].to(dt)]
-        what = "migration (all_gather)" if migrate else "synchronisation (all_gather)"
-        G = grp.all_gather(what, torch.cat(parts), generation=g)
-        if migrate:
-            m, W, r = self.m, grp.world, grp.rank
-            Xs = G[:, 4:4 + n * m].reshape(W, m, n)
-            fs = G[:, 4 + n * m:4 + n * m + m]
-            cvs = G[:, 4 + n * m + m:4 + n * m + 2 * m]
-            if self.topology == "ring":
-                src = (r - 1) % W
-                Xm, fm, cvm = Xs[src].T, fs[src], cvs[src]
-            else:
-                others = [q for q in range(W) if q != r]
-                Xp = torch.cat([Xs[q].T for q in others], dim=1)
-                fp, cvp = torch.cat([fs[q] for q in others]), torch.cat([cvs[q] for q in others])
-                sel = order(fp, cvp)[:m]
-                Xm, fm, cvm = Xp[:, sel], fp[sel], cvp[sel]
-            st.alg = _inject(algorithm, st.alg, Xm, fm, cvm)
-            st.best = _merge(st.best, algorithm.population(st.alg))
-            self.migrations += 1
-        # every decision below reads only G, identical on all ranks: symmetric by design
-        j = _best_index(G[:, 2].numpy(), G[:, 3].numpy())
-        gcv, gf = float(G[j, 2]), float(G[j, 3])
-        if _improved(gf, gcv, self.gbest[0], self.gbest[1], self.ftol):
-            self.quiet = 0
+        X, f, cv = pop.X[:, 0], pop.f[0], pop.cv[0]
+        n, dt = X.shape[0], torch.float64
+        idx = order(f, cv)[: self.m]  # this rank's best m individuals, feasibility rules
+        vec = torch.cat([X[:, idx].T.reshape(-1).to(dt), f[idx].to(dt), cv[idx].to(dt)])
+        G = grp.all_gather("migration (all_gather)", vec, generation=g)
+        m, W, r = self.m, grp.world, grp.rank
+        Xs = G[:, :n * m].reshape(W, m, n)
+        fs, cvs = G[:, n * m:n * m + m], G[:, n * m + m:n * m + 2 * m]
+        if self.topology == "ring":
+            src = (r - 1) % W
+            Xm, fm, cvm = Xs[src].T, fs[src], cvs[src]
         else:
-            self.quiet += g - self.last
-        self.last, self.gbest = g, (gf, gcv)
-        stop = None
-        if gcv == 0 and gf == -math.inf:
-            stop = Status.UNBOUNDED
-        elif self.target is not None and gcv == 0 and gf <= self.target:
-            stop = Status.TARGET
-        elif bool((G[:, 0] > 0).any()):
-            stop = Status.TIME_LIMIT
-        elif bool((G[:, 1] > 0).any()):
-            stop = Status.CALLBACK
-        elif self.quiet >= self.stagnation:
-            stop = Status.CONVERGED
-        if stop is None:
-            return False
-        self.stop = stop
-        # the loop records no history for the generation a hook stops; record it here
-        st.hist[g, 0], st.hist[g, 1] = st.best[1], st.best[2]
-        st.hist_nfev[g] = st.nfev
-        return True
+            others = [q for q in range(W) if q != r]
+            Xp = torch.cat([Xs[q].T for q in others], dim=1)
+            fp, cvp = torch.cat([fs[q] for q in others]), torch.cat([cvs[q] for q in others])
+            sel = order(fp, cvp)[:m]
+            Xm, fm, cvm = Xp[:, sel], fp[sel], cvp[sel]
+        st.alg = _inject(algorithm, st.alg, Xm, fm, cvm)
+        self.migrations += 1
+        return False
+
+    def agree(self, g, f, cv, time_up, stop):
+        """The best ``(f, cv)`` over all ranks and whether any rank is past the time
+        limit or asked to stop: identical on every rank, so every rank stops together."""
+        import torch
+
+        vec = torch.tensor([float(bool(time_up)), float(bool(stop) or self.wants_stop),
+                            float(cv[0]), float(f[0])], dtype=torch.float64)
+        G = self.grp.all_gather("synchronisation (all_gather)", vec, generation=g).numpy()
+        j = _best_index(G[:, 2], G[:, 3])
+        return (np.array([G[j, 3]]), np.array([G[j, 2]]), bool((G[:, 0] > 0).any()),
+                bool((G[:, 1] > 0).any()))
 
 
 def _validate(migrate_every, migrants, topology, timeout, backend) -> None:
@@ -507,8 +456,9 @@ def _islands(problem, grp: _Group, dev, seed, opts, solve_options, named, S, m, 
              topology, t_start, t_lower):
     import torch
 
-    from ..solver._result import Result, Status
-    from ..solver._solve import solve
+    from ..solver._options import SolveOptions
+    from ..solver._result import Result
+    from ..solver._search import Search
 
     rank, world = grp.rank, grp.world
     # one collective checks that the ranks agree and carries rank 0's seed
@@ -530,26 +480,21 @@ def _islands(problem, grp: _Group, dev, seed, opts, solve_options, named, S, m, 
             "rank must call solve_islands with the same arguments", rank=rank)
     base = (int(G[0, len(sig)]) << 31) | int(G[0, len(sig) + 1])
 
-    target = None
-    if opts.target is not None:
-        target = -opts.target if problem.maximize else opts.target
     hook = _Migration(grp, every=every, migrants=m, topology=topology,
-                      check_every=opts.check_every, stagnation=opts.stagnation, ftol=opts.ftol,
-                      target=target, time_limit=opts.time_limit, user_hook=opts.on_generation,
-                      t0=time.perf_counter())
+                      user_hook=opts.on_generation)
     local = dict(solve_options)
-    # every stop is decided globally by the hook (ftol=0: no local collapse test either)
-    local.update(stagnation=_NEVER, ftol=0.0, restarts=0, time_limit=None, target=None,
-                 throw=False, on_generation=hook, callback=hook.user_callback(opts.callback))
+    # restarts would make the evaluation counts (hence the max_evals stop) differ
+    local.update(restarts=0, throw=False, on_generation=None)
     if rank != 0:
         local["progress"] = False
+    lopts = SolveOptions.from_kwargs(local)
+    pvec = problem.parameter_vector(lopts.parameters)
     cross = bool(named.pop("cross_check", False))
-    res = solve(problem, device=dev, seed=base + rank, cross_check=False, **named, **local)
-    if hook.stop is not None and hook.stop is not Status.UNBOUNDED:
-        msg = res.message.replace(Status.CALLBACK.value, hook.stop.value)
-        status = hook.stop if res.status is Status.CALLBACK else res.status
-        res = replace(res, status=status, message=msg,
-                      success=res.feasible and not status.failed)
+    search = Search._create(problem, lopts, dev, named.get("dtype"), base + rank,
+                            named.get("compile", "auto"), pvec[:, None],
+                            t_start=time.perf_counter(), on_generation=hook,
+                            consensus=hook.agree)
+    res = search.result()
 
     # the winner: feasible first, then lower total violation, then better objective
     cvsum = float(np.sum(res.violations)) if res.violations.size else 0.0

@@ -1,14 +1,38 @@
-"""Build and run the search: algorithm, constraint handler, compile choice, restarts."""
+"""The steppable search: :class:`Search`, and how its engine is built.
+
+``solve`` is ``Search(...).run().result()``; ``solve_batch`` is the same search over
+``B`` parameter instances; the island model adds a migration hook.  Building the engine
+(algorithm, constraint handler, device, dtype, compile choice, budget, termination)
+happens once, in :func:`build`.
+"""
 
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
+
+import numpy as np
 
 from .._errors import OptionError
+from ._result import Status
 
-__all__ = ["run_search", "ALGORITHMS", "default_pop_size"]
+__all__ = ["Search", "BestPoint", "build", "ALGORITHMS", "default_pop_size",
+           "COMPILE_THRESHOLD"]
+
+
+class BestPoint(NamedTuple):
+    """The best point of a :class:`Search` so far: ``x`` (n,) float64, ``fun`` (user's
+    sense), ``cv`` (total violation, 0 when feasible)."""
+
+    x: np.ndarray
+    fun: float
+    cv: float
 
 ALGORITHMS = ("de", "ga")
+
+#: ``compile="auto"`` compiles the generation step when ``pop_size * n`` reaches this
+#: (a quarter of it for batches: they run as many generations over B times the points).
+COMPILE_THRESHOLD = 200_000
 
 
 def default_restarts(problem, opts) -> int:
@@ -23,13 +47,21 @@ def default_restarts(problem, opts) -> int:
 
 
 def default_pop_size(algorithm: str, n: int) -> int:
-    """Population size used when ``pop_size`` is not given."""
+    """Population size (per instance) used when ``pop_size`` is not given."""
     if algorithm == "de":
         return int(min(300, max(40, 12 * n)))
     return int(min(400, max(60, 20 * n)))
 
 
-def _make_repair(problem, opts, evaluate, P, bounds, gen, S):
+def compile_choice(compile, work: int) -> bool:
+    if compile == "auto":
+        return work >= COMPILE_THRESHOLD
+    if isinstance(compile, bool):
+        return compile
+    raise OptionError(f"compile must be 'auto', True or False, got {compile!r}")
+
+
+def _make_repair(problem, opts, fit, P, tol, bounds, gen, S):
     """Gradient repair when asked for, or by default when there are equalities."""
     import torch
 
@@ -45,16 +77,18 @@ def _make_repair(problem, opts, evaluate, P, bounds, gen, S):
         deriv = problem.lowering.derivatives("torch")
     except Exception:  # a derivative sympy cannot lower: no repair, the search goes on
         return None
-    lower, upper, integer = bounds
+    lower, upper, integer = (b.reshape(-1, 1) for b in bounds)
     dev = lower.device
     eq = torch.tensor([lf.kind == "eq" for lf in problem.leaves], device=dev)
     rows = torch.zeros(len(problem.leaves), dtype=torch.bool, device=dev)
     rows[conjunctive_leaves(problem)] = True
-    return Repair(problem.lowering.functions("torch")["leaves"], deriv, evaluate, P, eq,
-                  rows, ~integer, lower, upper, gen, count=max(2, S // 10))
+    P1 = P[:, 0]
+    return Repair(problem.lowering.functions("torch")["leaves"], deriv,
+                  lambda X: fit(X, P1, tol), P1, eq, rows, ~integer, lower, upper, gen,
+                  count=max(2, S // 10))
 
 
-def _to_device(obj, dev):
+def _place(obj, dev):
     """Tensors inside (named)tuples and dataclasses moved to ``dev``."""
     import dataclasses
 
@@ -63,36 +97,49 @@ def _to_device(obj, dev):
     if isinstance(obj, torch.Tensor):
         return obj.to(dev)
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-        return type(obj)(*(_to_device(v, dev) for v in obj))
+        return type(obj)(*(_place(v, dev) for v in obj))
     if isinstance(obj, tuple):
-        return tuple(_to_device(v, dev) for v in obj)
+        return tuple(_place(v, dev) for v in obj)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return dataclasses.replace(obj, **{f.name: _to_device(getattr(obj, f.name), dev)
+        return dataclasses.replace(obj, **{f.name: _place(getattr(obj, f.name), dev)
                                            for f in dataclasses.fields(obj)})
     return obj
 
 
-def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S: int,
-               resume=None, settings=None):
-    """Run the evolutionary search; returns ``(Outcome, compile_seconds)``.
+class _Engine:
+    """What :func:`build` returns: the driver and how it was set up."""
 
-    ``resume`` is a checkpoint's dict (loop and generator state) to continue from;
-    ``settings`` what a checkpoint written by this run records about the solve.
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, resume=None,
+          settings=None, on_generation=None, consensus=None, allow=None):
+    """Build the engine for ``B = M.shape[1]`` instances (parameter columns of ``M``).
+
+    Resolves algorithm, handler, population size, device (``"auto"``: CUDA only for
+    large work), dtype, compile choice and the budget; warms a compiled step up under
+    the same autograd mode as the search (so it compiles once); returns an object with
+    the driver and the settings.
     """
     import torch
 
     from ..engine import _de, _ga
     from ..engine._algorithms import DE, GA
-    from ..engine._backend import compiled
+    from ..engine._backend import compiled, resolve_device, resolve_dtype
+    from ..engine._driver import Driver, Termination
     from ..engine._handling import make_handler
-    from ..engine._loop import Termination, run
+    from ..engine._memory import Chunked, OOMFallback, available_bytes, bytes_per_individual
+    from ._finish import Budget
     from ._progress import make_monitor
 
-    n = problem.n
+    n, B = problem.n, M.shape[1]
     algorithm = opts.algorithm
     if algorithm not in ALGORITHMS:
         raise OptionError(f"unknown algorithm {algorithm!r}; choose one of "
                           f"{', '.join(ALGORITHMS)}")
+    if algorithm == "ga" and B > 1:
+        raise OptionError("solve_batch runs algorithm='de'")
     handling = opts.constraint_handling
     if handling == "auto":
         handling = "epsilon" if any(lf.kind == "eq" for lf in problem.leaves) else "feasibility"
@@ -100,80 +147,79 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
     if algorithm == "ga" and handling not in ("feasibility",):
         raise OptionError(f"constraint_handling={handling!r} needs algorithm='de'; the GA "
                           "ranks by feasibility rules")
+    S = opts.pop_size or default_pop_size(algorithm, n)
+    S += S % 2
+    work = S * n * B
+    dev = resolve_device(device, work)
+    wdtype = resolve_dtype(dtype, dev, work)
+    use_compile = compile_choice(compile, work * (4 if B > 1 else 1))
     fitness_fn = problem.lowering.functions("torch")["fitness"]
-    P = torch.as_tensor(pvec, dtype=wdtype, device=dev).reshape(-1, 1)
+    per = bytes_per_individual(problem, wdtype.itemsize)
+    mem_budget = opts.memory_budget or available_bytes(dev) // 2
+    fit = Chunked(fitness_fn, per, mem_budget)  # eager evaluations (starts, repair)
     tol = torch.tensor(problem.eq_tol, dtype=wdtype, device=dev)
-    lower = torch.as_tensor(problem.lower, dtype=wdtype, device=dev).reshape(-1, 1)
-    upper = torch.as_tensor(problem.upper, dtype=wdtype, device=dev).reshape(-1, 1)
-    integer = torch.as_tensor(problem.integer, device=dev).reshape(-1, 1)
+    P = torch.as_tensor(M, dtype=wdtype, device=dev)[:, :, None]     # (n_p, B, 1)
     gen = torch.Generator(device=dev)
     gen.manual_seed(seed)
-    if not use_compile:  # compiled kernels fuse away the temporaries that chunking bounds
-        from ..engine._memory import Chunked, available_bytes, bytes_per_individual
-
-        budget = opts.memory_budget or available_bytes(dev) // 2
-        fitness_fn = Chunked(fitness_fn, bytes_per_individual(problem, wdtype.itemsize),
-                             budget)
-    key = problem.source
     if algorithm == "ga":
+        shape = (n, 1)
         cfg = _ga.GAConfig(pop_size=S, eta_c=opts.eta_c, eta_m=opts.eta_m,
                            p_mut=opts.p_mut if opts.p_mut is not None
                            else min(0.5, max(0.05, 1.0 / n)))
-        step_fn = _ga.make_step(fitness_fn, cfg.eta_c, cfg.eta_m)
-        key = (key, "ga_step", cfg.eta_c, cfg.eta_m)
+
+        def make(fn):
+            return _ga.make_step(fn, cfg.eta_c, cfg.eta_m)
+        key = (problem.source, "ga_step", cfg.eta_c, cfg.eta_m)
+        args = (P[:, :, 0], tol)
     else:
+        shape = (n, 1, 1)
         cfg = _de.DEConfig(strategy=opts.strategy)
-        step_fn = _de.make_step(fitness_fn, handler, cfg)
-        key = (key, "de_step", handler, cfg)
-    fit = fitness_fn
-    compile_s = 0.0
-    if use_compile:
-        step_fn = compiled(step_fn, key)
-        fit = compiled(fitness_fn, (problem.source, "fitness"))
-        t0 = time.perf_counter()  # the first call compiles: timed apart from the search
-        fit(torch.zeros((n, 2 * S), dtype=wdtype, device=dev), P, tol)
-        compile_s = time.perf_counter() - t0
 
-    def evaluate(X):
-        return fit(X, P, tol)
-
+        def make(fn):
+            return _de.make_step(fn, handler, cfg)
+        key = (problem.source, "de_step", handler, cfg)
+        args = (P, tol)
+    lower = torch.as_tensor(problem.lower, dtype=wdtype, device=dev).reshape(shape)
+    upper = torch.as_tensor(problem.upper, dtype=wdtype, device=dev).reshape(shape)
+    integer = torch.as_tensor(problem.integer, device=dev).reshape(shape)
     bounds = (lower, upper, integer)
-    if algorithm == "ga":
-        alg = GA(evaluate, step_fn, cfg, gen, bounds, (P, tol))
+    if not use_compile:
+        step_fn = make(fit)
+    elif per * S * B > mem_budget:  # too large for one fused pass: chunk a compiled fitness
+        step_fn = make(Chunked(compiled(fitness_fn, (problem.source, "fitness")), per,
+                               mem_budget))
     else:
-        alg = DE(evaluate, step_fn, cfg, handler, gen, bounds, (P, tol), S,
-                 _make_repair(problem, opts, evaluate, P, bounds, gen, S))
+        step_fn = OOMFallback(compiled(make(fitness_fn), key), lambda: make(fit))
+    if algorithm == "ga":
+        alg = GA(fit, step_fn, cfg, gen, bounds, args)
+    else:
+        repair = _make_repair(problem, opts, fit, P, tol, bounds, gen, S) if B == 1 else None
+        alg = DE(fit, step_fn, cfg, handler, gen, bounds, args, S, repair)
+    lo2, hi2, int2 = (b.reshape(n, 1) for b in bounds)
 
-    def new_population():
-        return _ga.initial(gen, S, lower, upper, integer, wdtype)
+    def new_population(k):
+        return _ga.initial(gen, k * S, lo2, hi2, int2, wdtype).reshape(n, k, S)
 
+    budget = Budget.plan(opts.max_evals, opts.polish, alg.evals_per_step)
     target = None
     if opts.target is not None:
         target = -opts.target if problem.maximize else opts.target
-    reserve = min(opts.max_evals // 10, 300) if opts.polish and opts.max_evals else 0
     term = Termination(
         max_generations=opts.max_generations or (1000 if algorithm == "ga" else 3000),
-        max_evals=None if opts.max_evals is None else opts.max_evals - reserve,
-        time_limit=opts.time_limit, target=target, stagnation=opts.stagnation,
-        ftol=opts.ftol, check_every=opts.check_every,
-        # integer plateaus make equal objectives common long before the search is done
-        collapse=not problem.integer.any())
-    if opts.max_evals is not None and term.max_evals < S:
-        raise OptionError(f"max_evals={opts.max_evals} is below one population "
-                          f"(pop_size={S}); raise max_evals or lower pop_size")
-    monitor = make_monitor(problem.maximize, opts.progress, opts.callback)
-    X0 = new_population()
-    if use_compile:  # warm the compiled step once, outside the search clock
-        t0 = time.perf_counter()
-        warm = alg.start(X0.clone())
-        alg.advance(warm, 0.0)
-        compile_s += time.perf_counter() - t0
+        max_evals=budget.search, time_limit=opts.time_limit, target=target,
+        stagnation=opts.stagnation, ftol=opts.ftol, check_every=opts.check_every,
+        # integer plateaus make equal objectives common long before the search is done;
+        # with a consensus (islands) each rank's own population cannot decide a stop
+        collapse=not problem.integer.any() and consensus is None,
+        restarts=default_restarts(problem, opts))
+    compile_s = 0.0
+    if use_compile:  # warm the compiled step once, outside the search clock, under the
+        t0 = time.perf_counter()  # search's autograd mode (Dynamo guards on it)
+        with torch.inference_mode():
+            alg.advance(alg.start(new_population(B)))
+        compile_s = time.perf_counter() - t0
         gen.manual_seed(seed)
-        X0 = new_population()
-    state = None
-    if resume is not None:
-        state = _to_device(resume["loop"], dev)
-        gen.set_state(resume["generator"])
+    monitor = make_monitor(problem.maximize, opts.progress, opts.callback) if B == 1 else None
     save = None
     if opts.checkpoint is not None:
         from ._checkpoint import fingerprint, write_checkpoint
@@ -183,16 +229,249 @@ def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S
         def save(st):
             write_checkpoint(opts.checkpoint, {
                 "fingerprint": fp, "problem": problem, "settings": settings,
-                "loop": _to_device(st, "cpu"), "generator": gen.get_state()})
-    try:
-        # no autograd bookkeeping in the search (a few microseconds an op, which is most
-        # of a small problem's generation)
+                "loop": _place(st, "cpu"), "generator": gen.get_state()})
+    state, X0 = None, None
+    if resume is not None:
+        state = _place(resume["loop"], "cpu")
+        state.alg, state.best = _place(state.alg, dev), _place(state.best, dev)
+        state.hist_f, state.hist_cv = state.hist_f.to(dev), state.hist_cv.to(dev)
+        gen.set_state(resume["generator"])
+    else:
         with torch.inference_mode():
-            out = run(alg, X0, term, monitor=monitor,
-                      restarts=default_restarts(problem, opts), new_population=new_population,
-                      state=state, checkpoint=save, checkpoint_every=opts.checkpoint_every,
-                      on_generation=opts.on_generation)
-    finally:
-        if monitor is not None:
-            monitor.finish()
-    return out, compile_s
+            X0 = new_population(B)
+    hooks = [h for h in (opts.on_generation, on_generation) if h is not None]
+
+    def hook(st, algorithm_):
+        return any([bool(h(st, algorithm_)) for h in hooks])
+
+    with torch.inference_mode():
+        driver = Driver(alg, term, X0, state=state, new_population=new_population,
+                        monitor=monitor, on_generation=hook if hooks else None,
+                        consensus=consensus, checkpoint=save,
+                        checkpoint_every=opts.checkpoint_every,
+                        min_rows=2 if use_compile and B > 1 else 1)
+    return _Engine(driver=driver, device=dev, dtype=wdtype, compile=use_compile,
+                   compile_s=compile_s, budget=budget, pop_size=S, monitor=monitor,
+                   instances=B)
+
+
+class Search:
+    """A constrained search you can step generation by generation.
+
+    ``Search(problem, **options)`` sets everything up (lowering, device, compiled
+    step) and evaluates the initial population; each :meth:`step` (or ``next()``) runs
+    one generation; :meth:`run` steps until a stop rule holds; :meth:`result` finishes
+    the run (polish, float64 check, status) into a :class:`Result`.
+    :func:`constropt.solve` is ``Search(...).run().result()``.
+
+    Parameters
+    ----------
+    objective, constraints, variables, bounds, maximize, device, dtype, seed, compile
+        As in :func:`constropt.solve`.
+    **options
+        Options of :class:`SolveOptions`.
+
+    Examples
+    --------
+    >>> s = constropt.Search(x**2 + y**2, [x + y >= 1], seed=0)   # doctest: +SKIP
+    >>> for best in s:                                            # doctest: +SKIP
+    ...     if s.generation == 50:
+    ...         break
+    >>> s.best.fun, s.population.X.shape                          # doctest: +SKIP
+    >>> res = s.result()          # runs on to the end, then polishes
+    """
+
+    def __init__(self, objective, constraints=(), *, variables=None, bounds=None,
+                 maximize=False, device="auto", dtype=None, seed=None, compile="auto",
+                 **options):
+        from ._options import SolveOptions
+        from ._solve import _problem_of, _seed
+
+        t_start = time.perf_counter()
+        opts = SolveOptions.from_kwargs(options)
+        seed = _seed(seed)
+        problem, pvec, t_lower = _problem_of(objective, constraints, variables, bounds,
+                                             maximize, opts)
+        self._init(problem, opts, device, dtype, seed, compile, pvec[:, None],
+                   t_start=t_start, t_lower=t_lower)
+
+    @classmethod
+    def _create(cls, problem, opts, device, dtype, seed, compile, M, *, t_start, t_lower=0.0,
+                **kw):
+        self = cls.__new__(cls)
+        self._init(problem, opts, device, dtype, seed, compile, M, t_start=t_start,
+                   t_lower=t_lower, **kw)
+        return self
+
+    def _init(self, problem, opts, device, dtype, seed, compile, M, *, t_start, t_lower,
+              cross_check=False, **kw):
+        self.problem, self._opts, self._seed, self._M = problem, opts, seed, M
+        self._t_start, self._t_lower, self._cross = t_start, t_lower, cross_check
+        settings = kw.pop("settings", None)
+        if settings is None:
+            settings = {"seed": seed, "device": str(device), "dtype": dtype,
+                        "compile": compile, "cross_check": cross_check,
+                        "pvec": M[:, 0] if M.shape[1] == 1 else M,
+                        "options": {k: v for k, v in vars(opts).items()
+                                    if k not in ("callback", "progress", "checkpoint",
+                                                 "on_generation")}}
+        self._engine = build(problem, opts, device, dtype, seed, compile, M,
+                             settings=settings, **kw)
+        self._driver = self._engine.driver
+        self._results = None
+
+    # -- stepping -----------------------------------------------------------------------
+    def step(self) -> bool:
+        """Run one generation; returns whether the search goes on (False once a stop
+        rule holds: the status is then in :attr:`status`)."""
+        import torch
+
+        with torch.inference_mode():
+            going = self._driver.step()
+        if not going and self._engine.monitor is not None:
+            self._engine.monitor.finish()
+        return going
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        """One generation; returns :attr:`best` (StopIteration once stopped)."""
+        if self.done:
+            raise StopIteration
+        self.step()
+        return self.best
+
+    def run(self) -> Search:
+        """Step until a stop rule holds; returns ``self``."""
+        while self.step():
+            pass
+        return self
+
+    # -- inspection (host copies, read-only) ----------------------------------------------
+    @property
+    def done(self) -> bool:
+        """Whether the search has stopped."""
+        return self._driver.done
+
+    @property
+    def generation(self) -> int:
+        """Generations run so far."""
+        return self._driver.generation
+
+    @property
+    def nfev(self) -> int:
+        """Point evaluations so far (instance 0)."""
+        return int(self._driver.state.nfev[0])
+
+    @property
+    def status(self):
+        """Why the search stopped (a :class:`Status`), or None while it runs."""
+        from ..engine._driver import CODES
+
+        return CODES[int(self._driver.state.code[0])]
+
+    @property
+    def population(self):
+        """The current population, best first: ``X`` (S, n), ``fun`` (S,) in the user's
+        sense, ``cv`` (S,) total violation; read-only float64 arrays."""
+        from ..engine._ga import Population
+
+        d = self._driver
+        pop = d.algorithm.population(d.state.alg)
+        X, f, cv = (a.detach().double().cpu().numpy() for a in (pop.X[:, 0], pop.f[0],
+                                                                 pop.cv[0]))
+        sign = -1.0 if self.problem.maximize else 1.0
+        out = Population(np.ascontiguousarray(X.T), sign * f, cv)
+        for a in out:
+            a.setflags(write=False)
+        return out
+
+    @property
+    def best(self):
+        """The best point so far: ``(x, fun, cv)`` with ``x`` (n,) read-only float64,
+        ``fun`` in the user's sense (working precision; :meth:`result` checks in
+        float64)."""
+        st = self._driver.state
+        if not self.done:
+            x, f, cv = st.best.x[:, 0], st.best.f[0], st.best.cv[0]
+            x = x.detach().double().cpu().numpy()
+            f, cv = float(f), float(cv)
+        else:
+            x, f, cv = st.final_x[:, 0].numpy().copy(), float(st.final_f[0]), \
+                float(st.final_cv[0])
+        x.setflags(write=False)
+        return BestPoint(x, -f if self.problem.maximize else f, cv)
+
+    # -- finishing ----------------------------------------------------------------------
+    def result(self):
+        """Run to the end if needed, then polish, check in float64 and return the
+        :class:`Result` (the same object on later calls)."""
+        return self._finish()[0]
+
+    def _finish(self):
+        """Every instance's Result (a batch has B); the budget and the polish follow
+        the same rules for every mode."""
+        from dataclasses import replace
+
+        from .._errors import SolveFailedError
+        from ._finish import diverges, finish, make_result, refine_batch
+
+        if self._results is not None:
+            return self._results
+        self.run()
+        out = self._driver.outcome()
+        problem, opts, M, eng = self.problem, self._opts, self._M, self._engine
+        B = len(out)
+        t_pol = time.perf_counter()
+        verdicts, refined = [None] * B, [None] * B
+        if B > 1:  # vectorized over the instances: the polish, the unboundedness probe
+            ok = [inst.reason not in (Status.UNBOUNDED, Status.INTERRUPTED) for inst in out]
+            if opts.polish and problem.n <= 2000 and any(ok):
+                sub = [b for b in range(B) if ok[b]]
+                for b, r in zip(sub, refine_batch(problem, [out[b] for b in sub],
+                                                  M[:, sub], eng.budget)):
+                    refined[b] = r
+            # probed here: the instances the batched polish settled, with budget room
+            # (the others are probed one by one after their SLSQP polish, in finish)
+            from ._finish import probe_cost
+
+            cost = probe_cost(problem)
+            todo = [b for b in range(B) if refined[b] is not None and refined[b][2] and (
+                eng.budget.total is None or
+                out[b].nfev + refined[b][1] + cost <= eng.budget.total)]
+            if todo:
+                X = np.stack([refined[b][0] for b in todo], axis=1)
+                v, used = diverges(problem, X, M[:, todo])
+                for b, vb in zip(todo, v):
+                    verdicts[b] = (bool(vb), used)
+        finished = [finish(problem, inst, M[:, b], eng.budget, polish=opts.polish,
+                           starts=3 if B == 1 else 1, unbounded=verdicts[b],
+                           refined=refined[b])
+                    for b, inst in enumerate(out)]
+        polish_s = time.perf_counter() - t_pol
+        total = time.perf_counter() - self._t_start
+        timings = {"lowering": self._t_lower, "compile": eng.compile_s,
+                   "search": out.seconds, "polish": polish_s, "total": total}
+        if B > 1:  # each instance's share of the batch's time
+            timings = {k: v / B for k, v in timings.items()}
+        results = [make_result(problem, inst, *fin, seed=self._seed, device=eng.device,
+                               timings=dict(timings))
+                   for inst, fin in zip(out, finished)]
+        if self._cross and B == 1:
+            from ._crosscheck import cross_check as _cc
+
+            t0 = time.perf_counter()
+            cc = _cc(results[0])
+            tm = dict(results[0].timings)
+            tm["cross_check"] = time.perf_counter() - t0
+            tm["total"] = time.perf_counter() - self._t_start
+            results[0] = replace(results[0], cross_check=cc, timings=tm)
+        self._results = (results if B > 1 else [results[0]])
+        self._timings = {"compile": eng.compile_s, "search": out.seconds,
+                         "polish": polish_s, "total": total}
+        if opts.throw and B == 1 and not results[0].success:
+            raise SolveFailedError(f"solve failed: {results[0].message}", results[0])
+        return self._results
+
+
