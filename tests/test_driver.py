@@ -145,3 +145,27 @@ def test_compiled_step_falls_back_to_chunks_on_out_of_memory():
     boom = OOMFallback(lambda a: 1 / 0, lambda: None)
     with pytest.raises(ZeroDivisionError):  # only out-of-memory errors fall back
         boom(1)
+
+
+def test_finished_instances_drop_out_of_the_work(disc):
+    """Compaction: the rows still in the batch are the live instances."""
+    import time
+
+    from constropt.solver._options import SolveOptions
+    from constropt.solver._search import Search
+
+    radii = np.array([0.5, 5.0, 1.0, 3.0])
+    opts = SolveOptions.from_kwargs({"target": -1 - 1.5 * math.sqrt(5), "restarts": 0,
+                                     "polish": False})
+    s = Search._create(disc, opts, "cpu", None, 2, False, radii[None],
+                       t_start=time.perf_counter())
+    d = s._driver
+    sizes = set()
+    while s.step():
+        sizes.add(d.algorithm.population(d.state.alg).X.shape[1])
+        live = d.state.row_live.numpy()
+        assert live.all()  # finished rows are gathered out at once
+    assert sizes == {4, 2}  # two instances reach the target first, then two rows remain
+    out = d.outcome()
+    assert [inst.reason for inst in out] == [Status.CONVERGED, Status.TARGET,
+                                             Status.CONVERGED, Status.TARGET]

@@ -373,8 +373,9 @@ class Search:
 
     @property
     def population(self):
-        """The current population, best first: ``X`` (S, n), ``fun`` (S,) in the user's
-        sense, ``cv`` (S,) total violation; read-only float64 arrays."""
+        """The current population, best first: a ``Population`` of read-only float64
+        arrays ``X`` (S, n), ``f`` (S,) objective in the user's sense, ``cv`` (S,) total
+        violation."""
         from ..engine._ga import Population
 
         d = self._driver
