@@ -30,8 +30,9 @@ class BestPoint(NamedTuple):
 
 ALGORITHMS = ("de", "ga")
 
-#: ``compile="auto"`` compiles the generation step when ``pop_size * n`` reaches this
-#: (a quarter of it for batches: they run as many generations over B times the points).
+#: ``compile="auto"`` compiles the generation step when ``pop_size * n * B`` (B: the
+#: instances of a batch) reaches this: the numbers one generation handles decide
+#: whether the compile time pays for itself, however they split into instances.
 COMPILE_THRESHOLD = 200_000
 
 
@@ -152,7 +153,7 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
     work = S * n * B
     dev = resolve_device(device, work)
     wdtype = resolve_dtype(dtype, dev, work)
-    use_compile = compile_choice(compile, work * (4 if B > 1 else 1))
+    use_compile = compile_choice(compile, work)
     fitness_fn = problem.lowering.functions("torch")["fitness"]
     per = bytes_per_individual(problem, wdtype.itemsize)
     mem_budget = opts.memory_budget or available_bytes(dev) // 2
