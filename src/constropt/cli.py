@@ -152,7 +152,7 @@ def solve_cmd(problem_file, device, seed, max_evals, time_limit, pop_size, as_js
               checkpoint, checkpoint_every, resume, distributed):
     """Solve the problem described in PROBLEM_FILE (.toml, .yaml)."""
     if distributed:
-        from .parallel._islands import cli_solve
+        from .parallel._cli import cli_solve
 
         sys.exit(cli_solve(problem_file, device, seed, max_evals, time_limit, pop_size,
                            checkpoint, resume, lambda res: _emit(res, as_json, plot)))

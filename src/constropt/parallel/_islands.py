@@ -25,19 +25,16 @@ raises :class:`DistributedError` instead of hanging.
 
 from __future__ import annotations
 
-import datetime
 import math
-import os
 import secrets
-import sys
 import time
-import warnings
 import zlib
 from dataclasses import fields, replace
 
 import numpy as np
 
 from .._errors import ConstroptError, OptionError, SolveFailedError
+from ._group import Group, init_group, island_device
 
 __all__ = ["solve_islands", "DistributedError", "TOPOLOGIES"]
 
@@ -64,155 +61,6 @@ class DistributedError(ConstroptError, RuntimeError):
     def __init__(self, message: str, rank: int | None = None) -> None:
         super().__init__(message)
         self.rank = rank
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}".strip()
-
-
-class _Group:
-    """The process group this module runs its collectives on: a group of all ranks
-    created for one call (with the call's timeout and backend), its rank and size, the
-    device its tensors live on, and whether the default group is this call's own (a
-    single process without torchrun) and must go when the call ends."""
-
-    def __init__(self, group, rank, world, comm, timeout, own_default, alone):
-        self.group, self.rank, self.world, self.comm = group, rank, world, comm
-        self.timeout, self.own_default, self.alone = timeout, own_default, alone
-
-    def call(self, what: str, fn, *args, generation=None, **kwargs):
-        """Run one collective; any failure becomes a DistributedError naming this rank."""
-        try:
-            return fn(*args, **kwargs)
-        except DistributedError:
-            raise
-        except Exception as exc:
-            at = f" at generation {generation}" if generation is not None else ""
-            raise DistributedError(
-                f"island rank {self.rank} of {self.world}: {what}{at} failed "
-                f"({_first_line(exc)}). Another rank most likely crashed, was killed or "
-                "stopped answering: a peer that disconnects fails the collective at once, "
-                f"one that hangs after timeout={self.timeout:g}s. Look at the other ranks' "
-                "output for the first error; if ranks legitimately run apart for longer "
-                "(compilation, a slow polish or cross-check), raise timeout.",
-                rank=self.rank) from exc
-
-    def all_gather(self, what, vec, generation=None):
-        """``(world, L)`` CPU float64 tensor of every rank's ``vec`` (L,)."""
-        import torch
-        import torch.distributed as dist
-
-        vec = vec.to(device=self.comm, dtype=torch.float64).contiguous()
-        out = [torch.empty_like(vec) for _ in range(self.world)]
-        self.call(what, dist.all_gather, out, vec, group=self.group, generation=generation)
-        return torch.stack(out).cpu()
-
-    def broadcast_object(self, what, obj, src: int):
-        import torch.distributed as dist
-
-        box = [obj if self.rank == src else None]
-        self.call(what, dist.broadcast_object_list, box, src=src, group=self.group,
-                  device=self.comm)
-        return box[0]
-
-    def close(self) -> None:
-        """Destroy this call's group (and the default group if it is this call's own);
-        errors are ignored: a broken group may refuse."""
-        import torch.distributed as dist
-
-        try:
-            if self.own_default:
-                _destroy_default()
-            elif self.group is not None and dist.is_initialized():
-                dist.destroy_process_group(self.group)
-        except Exception:  # pragma: no cover
-            pass
-
-
-def _destroy_default() -> None:  # pragma: no cover - runs at interpreter exit
-    import torch.distributed as dist
-
-    try:
-        if dist.is_initialized():
-            dist.destroy_process_group()
-    except Exception:
-        pass
-
-
-def _island_device(device):
-    """``"auto"``/None: ``cuda:LOCAL_RANK`` when CUDA is available, else CPU; ``"cuda"``
-    without an index also maps to the local rank's GPU; anything else as given."""
-    import torch
-
-    from ..engine._backend import resolve_device
-
-    local = int(os.environ.get("LOCAL_RANK", "0") or 0)
-    if device is None or (isinstance(device, str) and device == "auto"):
-        if torch.cuda.is_available():
-            return torch.device("cuda", local % torch.cuda.device_count())
-        return torch.device("cpu")
-    dev = resolve_device(device)
-    if dev.type == "cuda" and dev.index is None:
-        return torch.device("cuda", local % torch.cuda.device_count())
-    return dev
-
-
-def _init_group(backend, dev, timeout: float) -> _Group:
-    """The group of all ranks this call communicates on.
-
-    The default process group is used when it is initialized; otherwise it is created
-    from torchrun's environment (``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``,
-    ``MASTER_PORT``) and kept for later calls (destroyed at exit), or, without that
-    environment, as a group of this one process (destroyed when the call ends).  On top
-    of it, each call makes its own group of all ranks with ``timeout`` and ``backend``.
-    """
-    import atexit
-
-    import torch
-    import torch.distributed as dist
-
-    if not dist.is_available():
-        raise DistributedError("this torch build has no torch.distributed support")
-    launched = "RANK" in os.environ and "WORLD_SIZE" in os.environ
-    rank_env = int(os.environ.get("RANK", "0") or 0)
-    if dev.type == "cuda":
-        torch.cuda.set_device(dev)
-    own_default = False
-    td = datetime.timedelta(seconds=timeout)
-    if not dist.is_initialized():
-        default_backend = backend or ("nccl" if dev.type == "cuda" else "gloo")
-        try:
-            if launched:
-                if default_backend == "nccl":  # collectives raise on timeout, not abort
-                    os.environ.setdefault("TORCH_NCCL_BLOCKING_WAIT", "1")
-                dist.init_process_group(default_backend, init_method="env://", timeout=td)
-                atexit.register(_destroy_default)
-            else:
-                dist.init_process_group(default_backend, store=dist.HashStore(), rank=0,
-                                        world_size=1, timeout=td)
-                own_default = True
-        except Exception as exc:
-            where = os.environ.get("MASTER_ADDR", "?") + ":" + os.environ.get("MASTER_PORT", "?")
-            raise DistributedError(
-                f"island rank {rank_env}: could not set up the {default_backend!r} process "
-                f"group (rendezvous at {where}): {_first_line(exc)}. Launch every rank with "
-                "torchrun and the same --nnodes, --nproc_per_node and rendezvous endpoint "
-                "(NCCL needs one GPU per rank; use backend='gloo' or device='cpu' "
-                "otherwise).", rank=rank_env) from exc
-    rank, world = dist.get_rank(), dist.get_world_size()
-    grp = _Group(None, rank, world, torch.device("cpu"), timeout, own_default,
-                 own_default and not launched)
-    try:
-        grp.group = grp.call("creating the island group (new_group)", dist.new_group,
-                             timeout=td, backend=backend)
-    except BaseException:
-        if own_default:
-            _destroy_default()
-        raise
-    if str(dist.get_backend(grp.group)) == "nccl":
-        grp.comm = torch.device("cuda", torch.cuda.current_device())
-    return grp
 
 
 def _inject(algorithm, alg_state, Xm, fm, cvm):
@@ -255,7 +103,7 @@ class _Migration:
     decisions (the driver's ``consensus``): the stop rules themselves are the driver's,
     applied on values every rank agrees on."""
 
-    def __init__(self, grp: _Group, *, every, migrants, topology, user_hook):
+    def __init__(self, grp: Group, *, every, migrants, topology, user_hook):
         self.grp, self.every, self.m, self.topology = grp, every, migrants, topology
         self.user_hook = user_hook
         self.migrations = 0
@@ -438,8 +286,8 @@ def solve_islands(objective, constraints=(), *, migrate_every=20, migrants=2,
     S = opts.pop_size or default_pop_size(opts.algorithm, problem.n)
     S += S % 2
     m = min(int(migrants), S // 2)
-    dev = _island_device(device)
-    grp = _init_group(backend, dev, float(timeout))
+    dev = island_device(device)
+    grp = init_group(backend, dev, float(timeout))
     try:
         result = _islands(problem, grp, dev, seed, opts, solve_options, named, S, m,
                           int(migrate_every), topology, t_start, t_lower)
@@ -452,7 +300,7 @@ def solve_islands(objective, constraints=(), *, migrate_every=20, migrants=2,
     return result
 
 
-def _islands(problem, grp: _Group, dev, seed, opts, solve_options, named, S, m, every,
+def _islands(problem, grp: Group, dev, seed, opts, solve_options, named, S, m, every,
              topology, t_start, t_lower):
     import torch
 
@@ -529,49 +377,3 @@ def _islands(problem, grp: _Group, dev, seed, opts, solve_options, named, S, m, 
         cc, timings = grp.broadcast_object("broadcast of the cross-check", (cc, timings), 0)
         result = replace(result, cross_check=cc, timings=timings)
     return result
-
-
-def cli_solve(path, device, seed, max_evals, time_limit, pop_size, checkpoint, resume,
-              emit) -> int:
-    """``constropt solve FILE --distributed``: every rank solves, rank 0 prints.
-
-    Returns the exit code (the same on every rank for a completed run).
-    """
-    import click
-
-    from ..cli import EXIT_BAD_INPUT, EXIT_FAILED, _exit_code
-    from ..files import load_problem
-
-    rank = int(os.environ.get("RANK", "0") or 0)
-    if checkpoint or resume:
-        if rank == 0:
-            click.echo("error: --distributed does not support --checkpoint or --resume",
-                       err=True)
-        return EXIT_BAD_INPUT
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            spec = load_problem(path)
-            options = dict(spec.options)
-            for k, v in (("max_evals", max_evals), ("time_limit", time_limit),
-                         ("pop_size", pop_size)):
-                if v is not None:
-                    options[k] = v
-            if seed is not None:
-                options["seed"] = seed
-            options.setdefault("device", device)
-            options.pop("checkpoint", None)
-            res = solve_islands(spec.to_problem(), **options)
-    except DistributedError as exc:
-        click.echo(f"error: {exc}", err=True)
-        return EXIT_FAILED
-    except ConstroptError as exc:  # the same bad input on every rank: say it once
-        if rank == 0:
-            click.echo(f"error: {exc}", err=True)
-        return EXIT_BAD_INPUT
-    if rank == 0:
-        for w in caught:
-            click.echo(f"warning: {w.message}", err=True)
-        emit(res)
-        sys.stdout.flush()
-    return _exit_code(res)

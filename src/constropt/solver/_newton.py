@@ -11,9 +11,10 @@ one call each):
 2. multipliers by least squares, the Hessian of the Lagrangian by central differences
    of its exact gradient, shifted to be positive definite;
 3. one Newton step on the KKT system (active inequalities aimed ``margin`` inside their
-   boundary, equalities at 0), clipped to the box; integer genes held fixed.
+   boundary, equalities at 0), clipped to the box; integer genes held fixed, and a
+   variable the box stops held on its bound from then on.
 
-An instance is ``converged`` when its last step is below ``1e-12`` (relative).  The
+An instance is ``converged`` when its last step is below ``1e-11`` (relative).  The
 caller accepts a candidate only if the float64 check finds it feasible and better, and
 sends the instances this did not settle to SLSQP (``_finish.py``).
 """
@@ -88,21 +89,22 @@ def polish_batch(problem, X0: np.ndarray, M: np.ndarray, left=None, *, margin=0.
         dist = np.where(gn > 0, np.abs(C0) / gn, np.inf)
     near = dist <= 1e-4 * (1.0 + np.sqrt(np.sum(x * x, axis=0)))[None]
     active = usable[:, None] & (eq[:, None] | near) & np.isfinite(C0)          # (L, B)
+    free_idx = np.flatnonzero(free)
     running = budget_iters > 0
     converged = np.zeros(B, dtype=bool)
-    free_idx = np.flatnonzero(free)
+    free_b = np.repeat(fcol, B, axis=1)        # genes Newton may move, per instance
     eyeN, eyeL = np.eye(N), np.eye(L)
     for it in range(iters):
         running &= it < budget_iters
         if not running.any():
             break
         b = np.flatnonzero(running)
-        xb, Mb, act = x[:, b], M[:, b], active[:, b]
+        xb, Mb, act, fr = x[:, b], M[:, b], active[:, b], free_b[:, b]
         _, C = vals(xb, Mb)
         g, J = ders(xb, Mb)
         k = b.size
-        g = np.where(fcol, g, 0.0)
-        J = np.where(fcol[None] & act[:, None], J, 0.0)                         # (L, N, k)
+        g = np.where(fr, g, 0.0)
+        J = np.where(fr[None] & act[:, None], J, 0.0)                           # (L, N, k)
         A = np.transpose(J, (2, 0, 1))                                          # (k, L, N)
         G = A @ np.transpose(A, (0, 2, 1)) + eyeL * np.where(act.T, 1e-14, 1.0)[:, None]
         lam = -np.linalg.solve(G, (A @ g.T[:, :, None]))[..., 0]                # (k, L)
@@ -119,7 +121,8 @@ def polish_batch(problem, X0: np.ndarray, M: np.ndarray, left=None, *, margin=0.
         H[:, :, free_idx] = np.transpose((gl[:, :, :nf] - gl[:, :, nf:]) / (2 * h.T[None]),
                                          (1, 0, 2))
         H = 0.5 * (H + np.transpose(H, (0, 2, 1)))
-        H = np.where((fcol & fcol.T)[None], H, eyeN[None])
+        frT = fr.T
+        H = np.where(frT[:, :, None] & frT[:, None, :], H, eyeN[None])
         H = np.nan_to_num(H, nan=0.0, posinf=0.0, neginf=0.0)
         wmin = np.linalg.eigvalsh(H)[:, 0]
         shift = np.maximum(0.0, -wmin) + 1e-10 * np.maximum(1.0, np.abs(H).max(axis=(1, 2)))
@@ -136,12 +139,16 @@ def polish_batch(problem, X0: np.ndarray, M: np.ndarray, left=None, *, margin=0.
                 sol = np.linalg.solve(K, rhs)[..., 0]
             except np.linalg.LinAlgError:  # a singular instance: stop them all here
                 break
-        dx = np.where(fcol, sol[:, :N].T, 0.0)
+        dx = np.where(fr, sol[:, :N].T, 0.0)
         ok = np.all(np.isfinite(dx), axis=0)
         dx = np.where(ok[None], dx, 0.0)
-        x[:, b] = np.clip(xb + dx, lo, hi)
+        xn = np.clip(xb + dx, lo, hi)
+        # a variable the box stops is held on its bound from now on (an active bound)
+        free_b[:, b] &= ~((xn != xb + dx) & ok[None])
+        step = xn - xb
+        x[:, b] = xn
         used[b] += cost
-        small = np.max(np.abs(dx) / (1.0 + np.abs(xb)), axis=0) <= 1e-12
+        small = np.max(np.abs(step) / (1.0 + np.abs(xb)), axis=0) <= 1e-11
         converged[b] = small & ok
         running[b] = ~converged[b] & ok
     return x, used, converged
