@@ -252,6 +252,7 @@ def report(records, problems, solvers, seeds, budget, notes, opts, elapsed=None,
                     f"{sum(r['feasible'] for r in rs)}/{len(rs)}"]
         lines.append("| " + " | ".join(row) + " |")
 
+    lines += failure_modes(by, problems, solvers)
     # failures of constropt in detail, others summarised
     lines += ["", "## Runs that failed the abs rule", ""]
     for s in solvers:
@@ -261,7 +262,7 @@ def report(records, problems, solvers, seeds, budget, notes, opts, elapsed=None,
         lines.append("")
         if not fails:
             continue
-        if s == "constropt":
+        if s.startswith("constropt"):
             lines.append("| problem | seed | fun | f - f* | feasible | maxcv | nfev | "
                          "status | time (s) | rel ok |")
             lines.append("|---|---|---|---|---|---|---|---|---|---|")
@@ -327,3 +328,31 @@ def acceptance(by, problems, solvers) -> list[str]:
         out.append("- problems where scipy's DE succeeds more often than constropt's "
                    "defaults: " + (", ".join(worse) if worse else "none"))
     return out + [""]
+
+
+def failure_modes(by, problems, solvers) -> list[str]:
+    """Per problem and constropt solver, how the failed runs failed: a crash (an
+    exception, e.g. an option the solver refuses), an infeasible final point (with the
+    largest violation seen), or a feasible local optimum (with the smallest f - f*)."""
+    out = ["", "## How constropt's failed runs failed", "",
+           "| problem | solver | failed | crash | infeasible (max cv) | "
+           "local optimum (best f - f*) | median s |", "|---|---|---|---|---|---|---|"]
+    for name in problems:
+        for s in (s for s in solvers if s.startswith("constropt")):
+            rs = by.get((s, name), [])
+            fails = [r for r in rs if not r["ok_abs"]]
+            if not fails:
+                continue
+            crash = [r for r in fails if r.get("error")]
+            infeas = [r for r in fails if not r.get("error") and not r["feasible"]]
+            local = [r for r in fails if not r.get("error") and r["feasible"]]
+            cv = max((r["maxcv"] or 0 for r in infeas), default=None)
+            err = min((r["err"] for r in local if r["err"] is not None), default=None)
+            kind = crash[0]["message"].split("(")[0] if crash else ""
+            out.append(
+                f"| {name} | {s} | {len(fails)}/{len(rs)} | "
+                f"{len(crash) or '-'}{f' ({kind})' if kind else ''} | "
+                f"{len(infeas) or '-'}{f' ({cv:.2g})' if infeas else ''} | "
+                f"{len(local) or '-'}{f' ({err:.3g})' if local and err is not None else ''} | "
+                f"{fmt_time(_med([r['seconds'] for r in rs]))} |")
+    return out

@@ -39,6 +39,7 @@ _KILLED = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # subprocesses / compiles: 30-170 s on a loaded 2-core CI box
 def test_resume_after_kill_matches_an_uninterrupted_run(tmp_path):
     ckpt = tmp_path / "run.ckpt"
     proc = subprocess.run([sys.executable, "-c", _KILLED, str(ckpt)], env=ENV,
@@ -90,6 +91,7 @@ def test_corrupt_and_foreign_files_are_refused(tmp_path):
         constropt.resume(other)
 
 
+@pytest.mark.slow  # subprocesses / compiles: 30-170 s on a loaded 2-core CI box
 def test_cli_resume(tmp_path):
     ckpt = tmp_path / "cli.ckpt"
     problem_file = ROOT / "examples" / "problems" / "blog_example3.toml"

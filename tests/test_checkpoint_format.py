@@ -178,3 +178,33 @@ def test_stale_temp_files_are_removed_and_failed_writes_leave_none(tmp_path, mon
         ck.write_checkpoint(ckpt, {"fingerprint": "g", "problem": (), "settings": {},
                                    "loop": None, "generator": None})
     assert [p.name for p in tmp_path.iterdir()] == ["d.ckpt"]
+
+
+def _problems():
+    import warnings
+
+    from constropt import benchmarks
+
+    n = sp.Symbol("n", integer=True)
+    a = sp.Symbol("a", real=True)
+    g = sp.IndexedBase("g", shape=(5,))
+    i = sp.Idx("i", 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield benchmarks.get("G07").problem()
+        yield benchmarks.get("blog_example2").problem()
+        yield constropt.Problem((n - 2.6)**2 + x**2, [n >= 0, n <= 10, x >= -1, x <= 1])
+        yield constropt.Problem((x - a)**2 + sp.Piecewise((y, y > 0), (-y / 3, True)),
+                                [sp.Or(x <= -1, x >= 1), sp.Eq(x + y, 0.1)],
+                                bounds={x: (-5, 5), y: (-5, 5)}, parameters={a: 0.7})
+        yield constropt.Problem(sp.Sum(g[i]**2, (i, 0, 4)), bounds={g: (-1, 2)})
+
+
+@pytest.mark.parametrize("k", range(5))
+def test_problems_round_trip_as_data(k):
+    p = list(_problems())[k]
+    blob = [0]
+    tree = json.loads(json.dumps(ck.encode(ck.problem_data(p), blob)))
+    back = ck.problem_from_data(ck.decode(tree, memoryview(b"".join(blob[1:]))))
+    assert ck.fingerprint(back) == ck.fingerprint(p)
+    assert back.objective == p.objective and back.constraints == p.constraints

@@ -60,6 +60,7 @@ def _breaks() -> int:
     return sum(counters["graph_break"].values())
 
 
+@pytest.mark.slow  # subprocesses / compiles: 30-170 s on a loaded 2-core CI box
 @pytest.mark.parametrize("algorithm", _algorithms())
 def test_no_recompiles_across_solves(algorithm):
     problem = constropt.Problem(x + y, [x**2 + y**2 <= r**2],

@@ -99,6 +99,7 @@ ISLANDS_SCRIPT = PROBLEM + textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # subprocesses / compiles: 30-170 s on a loaded 2-core CI box
 def test_two_ranks_migrate_and_agree_on_the_best(tmp_path):
     script = tmp_path / "islands.py"
     script.write_text(ISLANDS_SCRIPT)
@@ -152,6 +153,7 @@ CRASH_SCRIPT = PROBLEM + textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # subprocesses / compiles: 30-170 s on a loaded 2-core CI box
 @pytest.mark.parametrize("mode", ["crash", "hang"])
 def test_a_failing_rank_makes_the_other_exit_with_a_clear_error(tmp_path, mode):
     """A peer that crashes fails the next collective at once; one that hangs, after the
@@ -178,6 +180,7 @@ def test_a_failing_rank_makes_the_other_exit_with_a_clear_error(tmp_path, mode):
     assert timed_out == (mode == "hang"), (mode, cause)
 
 
+@pytest.mark.slow  # subprocesses / compiles: 30-170 s on a loaded 2-core CI box
 def test_cli_solve_distributed_prints_one_result(tmp_path):
     out = torchrun(["-m", "constropt.cli", "solve", EXAMPLES / "blog_example3.toml",
                           "--distributed", "--seed", "0", "--json"])

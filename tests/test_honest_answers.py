@@ -73,10 +73,15 @@ def test_no_variables():
         constropt.solve(sp.Integer(3))
 
 
-@pytest.mark.parametrize("seed", [2**64, 2**63, -1, 1.5, "0"])
+@pytest.mark.parametrize("seed", [2**64, 2**70, -1, 1.5, "0"])
 def test_seed_out_of_range(seed):
     with pytest.raises(constropt.OptionError, match="seed must be an integer"):
         constropt.solve(x**2, bounds={x: (-1, 1)}, seed=seed)
+
+
+def test_largest_seed_runs():
+    res = constropt.solve((x - 0.5) ** 2, bounds={x: (-1, 1)}, seed=2**64 - 1)
+    assert res.success and res.seed == 2**64 - 1 and res.fun == pytest.approx(0.0, abs=1e-12)
 
 
 @pytest.mark.parametrize("variables", [5, 2.5])
@@ -241,7 +246,8 @@ def test_problem_bounds_in_parameters():
     p = constropt.Problem(-x, bounds={x: (-R, R)}, parameters={R: 1.0})
     assert p.constraints == (x >= -R, x <= R)  # also constraints: per instance in a batch
     assert constropt.solve(p, parameters={R: 4.0}, seed=0).fun == pytest.approx(-4.0)
-    with pytest.raises(constropt.ProblemError, match="bounds of x are empty"):
-        constropt.solve(p, parameters={R: -1.0}, seed=0)
+    # r = -1: x >= 1 and x <= -1 (the bounds of these parameter values are empty)
+    res = constropt.solve(p, parameters={R: -1.0}, seed=0)
+    assert res.status is constropt.Status.INFEASIBLE and not res.success
     with pytest.raises(constropt.ProblemError, match="depends on y, which is not a parameter"):
         constropt.Problem(x**2, bounds={x: (-y, 1)}, variables=[x])

@@ -60,6 +60,7 @@ def _run(seed, gens):
     return json.loads(lines[-1])
 
 
+@pytest.mark.slow  # subprocesses / compiles: 30-170 s on a loaded 2-core CI box
 def test_same_seed_same_result_across_processes():
     a, b = _run(3, 40), _run(3, 40)
     assert a == b
@@ -67,6 +68,7 @@ def test_same_seed_same_result_across_processes():
     assert c["x"] != a["x"]
 
 
+@pytest.mark.slow  # subprocesses / compiles: 30-170 s on a loaded 2-core CI box
 def test_ctrl_c_returns_the_best_so_far():
     proc = subprocess.Popen([sys.executable, "-c", _SCRIPT, "0", str(10**7)], env=ENV,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -77,10 +77,28 @@ def test_cancellation_x_minus_sqrt_is_reported_uncertified():
         assert exact_holds(c, dict(res.x))
     else:
         assert not exact_holds(c, dict(res.x))
-        assert res.verification.float64_feasible and res.verification.verdicts == ("violated",)
+        assert res.verification.verdicts == ("violated",)
         assert not res.success and res.status is constropt.Status.INFEASIBLE
-        assert "feasibility could not be certified" in res.message
-        assert res.maxcv > 6e-9  # the proven violation, not float64's 0
+        if res.verification.float64_feasible:
+            assert "feasibility could not be certified" in res.message
+
+
+def test_certify_refuses_a_float64_feasible_point_it_cannot_prove():
+    """The final check itself, at the point float64 accepts: no certified move exists
+    (the constraint needs x >= 5e8), so the point is reported with its proven violation."""
+    from constropt.solver._verify import certify
+
+    c = x - sp.sqrt(x**2 + 1) >= -1e-9
+    p = constropt.Problem(x, [c], bounds={x: (0, 1e9)})
+    pt = np.array([67108864.00000182])
+    ev = p.evaluate(pt)
+    assert ev.feasible[0]  # float64's verdict
+    out = certify(p, pt, NONE, float(ev.fun[0]), ev.violation[0])
+    assert not out.feasible and out.verification.float64_feasible
+    assert out.verification.verdicts == ("violated",)
+    assert "feasibility could not be certified" in out.note and "violated" in out.note
+    assert out.violations[0] > 6e-9  # the proven violation, not float64's 0
+    assert out.evaluations <= 10
 
 
 def test_log1p_tiny_threshold_is_certified_or_refused():
@@ -287,7 +305,8 @@ def test_islands_report_the_verification():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = constropt.solve_islands(x + y, cons, seed=0, max_generations=60)
-    assert res.verification is not None and res.verification.feasible == res.feasible
+    v = res.verification
+    assert v is not None and res.feasible == (v.feasible and v.float64_feasible)
     if res.feasible:
         assert all(exact_holds(c, dict(res.x)) for c in cons)
 

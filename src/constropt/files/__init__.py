@@ -47,13 +47,21 @@ Top-level keys (any other key is an error naming it):
     one constraint per comparison; ``or`` and ``not`` combine comparisons into
     one constraint. A comparison that sympy finds always true or always false,
     or that involves no variable, is an error.
-``sense``, ``name``, ``parameters``, ``expressions``, ``options``
+``options``
+    Keyword options of :func:`constropt.solve`, except those with effects outside
+    the solve, which a file from an untrusted source must not choose:
+    ``checkpoint``, ``checkpoint_every`` and ``plot`` (paths to write),
+    ``callback`` and ``on_generation`` (code to run) raise :class:`constropt.ParseError`
+    naming the key; pass them on the command line or as keyword arguments.
+``sense``, ``name``, ``parameters``, ``expressions``
     As above. Variable, parameter and expression names are ASCII identifiers
     that are not Python keywords, function names or ``pi``, ``E``, ``e``, ``inf``.
 
 YAML files hold the same keys (``examples/problems/tension_spring.yaml``). They
-are read with a safe loader that rejects duplicate keys and reads ``1e-4`` as a
-number; PyYAML is needed only for YAML files.
+are read with a safe loader that rejects duplicate keys and aliases (``*name``: nested
+aliases let a few hundred bytes expand to billions of nodes) and reads ``1e-4`` as a
+number; PyYAML is needed only for YAML files.  Values echoed in error messages are cut
+to about 200 characters.
 
 Expression syntax
 -----------------

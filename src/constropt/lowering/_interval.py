@@ -14,8 +14,8 @@ the operations whose inverse is known.  A target is pushed only along *strict* p
 point of the box the node on such a path is a real number inside its target; the dead
 branches of ``Piecewise`` never receive targets.
 
-:class:`IntervalModel` lowers a problem's objective, constraint leaves and (on demand)
-the objective's exact gradient into one graph and one program.
+:class:`~._interval_model.IntervalModel` lowers a problem's objective, constraint leaves
+and gradients into one graph and one program.
 """
 
 from __future__ import annotations
@@ -25,15 +25,16 @@ import math
 import torch
 
 from . import _rt_interval as ri
+from . import _rt_interval_logic as rl
 from . import _rt_torch
-from ._graph import Graph, Layout
+from ._graph import Graph
 from ._rt_interval import Bv, Iv
 
-__all__ = ["IntervalProgram", "IntervalModel"]
+__all__ = ["IntervalProgram", "reachable"]
 
 inf = math.inf
 _BINARY = {"div": ri.div, "pow": ri.pow, "atan2": ri.atan2, "mod": ri.mod,
-           "min": ri.minimum, "max": ri.maximum, "heaviside": ri.heaviside}
+           "min": ri.minimum, "max": ri.maximum, "heaviside": rl.heaviside}
 _FN = {k: getattr(ri, k) for k in (
     "exp", "sin", "cos", "tan", "atan", "sinh", "cosh", "tanh", "asinh", "abs", "floor",
     "ceil", "sign", "asin", "acos", "acosh", "atanh", "log", "sqrt", "rsqrt")}
@@ -109,7 +110,7 @@ class IntervalProgram:
         if op == "nan":
             return Iv(like + inf, like - inf, like.new_ones((), dtype=torch.bool))
         if op in ("true", "false"):
-            return ri.const_bool(op == "true", like)
+            return rl.const_bool(op == "true", like)
         if op == "var":
             return Iv(lo[key[1]], hi[key[1]], torch.zeros_like(lo[key[1]], dtype=torch.bool))
         if op == "param":
@@ -123,7 +124,7 @@ class IntervalProgram:
             ends = (lo[a:b:step], hi[a:b:step])
             if op == "bsum":
                 iv = Iv(*ends, torch.zeros((), dtype=torch.bool, device=lo.device))
-                return ri.rsum(iv, 0, 0)
+                return rl.rsum(iv, 0, 0)
             d, D = key[4:]
             ends = tuple(_rt_torch.lift(t, d, D, lo.dtype) for t in ends)
             return Iv(*ends, torch.zeros((), dtype=torch.bool, device=lo.device))
@@ -144,27 +145,27 @@ class IntervalProgram:
             return ri.powf(v[key[1]], key[2])
         if op == "fn":
             if key[1] == "isnan":
-                return ri.isnan(v[key[2]])
+                return rl.isnan(v[key[2]])
             return _FN[key[1]](v[key[2]])
         if op in _BINARY:
             return _BINARY[op](v[key[1]], v[key[2]])
         if op == "cmp":
-            return ri.cmp(key[1], v[key[2]], v[key[3]])
+            return rl.cmp(key[1], v[key[2]], v[key[3]])
         if op == "where":
             c, a, b = (v[k] for k in key[1:])
-            return ri.where_bool(c, a, b) if isinstance(a, Bv) else ri.where(c, a, b)
+            return rl.where_bool(c, a, b) if isinstance(a, Bv) else rl.where(c, a, b)
         if op == "and":
-            return ri.and_(*(v[a] for a in key[1:]))
+            return rl.and_(*(v[a] for a in key[1:]))
         if op == "or":
-            return ri.or_(*(v[a] for a in key[1:]))
+            return rl.or_(*(v[a] for a in key[1:]))
         if op == "not":
-            return ri.not_(v[key[1]])
+            return rl.not_(v[key[1]])
         if op == "xor":
-            return ri.xor(v[key[1]], v[key[2]])
+            return rl.xor(v[key[1]], v[key[2]])
         if op == "sum":
-            return ri.rsum(v[key[1]], key[2], key[3])
+            return rl.rsum(v[key[1]], key[2], key[3])
         if op == "prod":
-            return ri.rprod(v[key[1]], key[2], key[3])
+            return rl.rprod(v[key[1]], key[2], key[3])
         if op == "minkey":
             a = v[key[1]]
             return Iv(a.lo, torch.where(a.nan, inf, a.hi), torch.zeros_like(a.nan))
@@ -377,259 +378,3 @@ def _inv_fn(name: str, t: Iv, cur: Iv):
         ihi = torch.where(t.hi >= 1, r.hi, -inf)
         return _even_preimage(t, cur, torch.clamp(ilo, min=0.0), ihi)
     return None
-
-
-class IntervalModel:
-    """A problem's objective, constraint leaves and exact gradients in one graph.
-
-    Parameters
-    ----------
-    objective : sympy.Expr or None
-        None: constraints only (``f`` is None).
-    leaves : sequence of Leaf
-        Normalised constraint leaves (``expr <= 0``, ``< 0`` or ``== 0``).
-    layout : Layout
-    gradient : bool
-        Also lower the exact gradient of the objective and of the Lagrangian
-        ``f + sum_i lam_i c_i`` (scalar variables only).  The multipliers ``lam`` are
-        extra parameters after the problem's own (``P = [p..., lam...]``), so choosing
-        them never rebuilds anything.
-
-    Attributes
-    ----------
-    program : IntervalProgram
-    f : int
-        Node of the objective.
-    leaf_nodes : tuple of int
-    grad : tuple of int or None
-        Nodes of ``d f / d x_k``, or None when not built or not available.
-    lagrangian : int or None
-        Node of ``f + sum_i lam_i c_i``; ``lag_grad`` its gradient nodes.
-    """
-
-    def __init__(self, objective, leaves, layout: Layout, gradient: bool = False):
-        n_lam = len(leaves) if gradient else 0
-        lams = tuple(_sp().Dummy(f"lam{i}") for i in range(n_lam))
-        g = Graph(Layout(layout.blocks, tuple(layout.parameters) + lams))
-        self.n_params = len(layout.parameters)
-        self.f = None if objective is None else g.lower(objective)
-        self.leaf_nodes = tuple(g.lower(lf.expr) for lf in leaves)
-        self.leaves = tuple(leaves)
-        self.grad = self.lagrangian = self.lag_grad = None
-        self.lag_leaves: tuple = ()
-        self.jac: tuple = ()
-        roots = ([] if self.f is None else [self.f]) + list(self.leaf_nodes)
-        if gradient and objective is not None and all(b.shape == () for b in layout.blocks):
-            nvar = len(layout.blocks)
-            smooth = IntervalProgram(g, roots)
-            # the Lagrangian takes the smooth leaves only (others keep lam = 0)
-            self.lag_leaves = tuple(i for i, c in enumerate(self.leaf_nodes)
-                                    if smooth.is_smooth(c))
-            self.grad = graph_gradient(g, self.f, nvar)
-            jac = [graph_gradient(g, self.leaf_nodes[i], nvar) for i in self.lag_leaves]
-            if any(row is None for row in jac):
-                self.lag_leaves, jac = (), []
-            self.jac = tuple(jac)
-            if self.grad is not None:
-                roots += list(self.grad)
-                if self.lag_leaves:
-                    lam = [g.lower(lams[i]) for i in self.lag_leaves]
-                    self.lagrangian = g.node("add", self.f, *[
-                        g.node("mul", lam_i, self.leaf_nodes[i])
-                        for lam_i, i in zip(lam, self.lag_leaves)])
-                    self.lag_grad = tuple(
-                        g.node("add", self.grad[k], *[g.node("mul", lam_i, row[k])
-                                                      for lam_i, row in zip(lam, jac)])
-                        for k in range(nvar))
-                    roots += [self.lagrangian, *self.lag_grad] + [n for r in jac for n in r]
-        self.program = IntervalProgram(g, roots)
-
-    def leaf_targets(self, eq_tol: float, like=None):
-        """``(node, lo, hi)`` targets: ``c <= 0`` (and ``c < 0``) and ``|h| <= eq_tol``."""
-        out = []
-        for node, lf in zip(self.leaf_nodes, self.leaves):
-            if lf.kind == "eq":
-                out.append((node, -eq_tol, eq_tol))
-            else:
-                out.append((node, -inf, 0.0))
-        return out
-
-    def smooth(self, node) -> bool:
-        cache = self.__dict__.setdefault("_smooth_cache", {})
-        if node not in cache:
-            cache[node] = self.program.is_smooth(node)
-        return cache[node]
-
-    def objective_bounds(self, lo, hi, P, eq_slack: float = 0.0):
-        """Rigorous lower bounds of the objective over the feasible points of each box,
-        and branching scores.
-
-        The largest of: the natural interval extension of ``f``; where ``f`` is smooth
-        on the box (no NaN in its enclosure or its gradient's), the first-order
-        mean-value form ``f(c) + sum_k g_k([x]) * ([x_k] - c_k)`` around the box centre
-        ``c``; and the same two bounds of the Lagrangian ``f + sum_i lam_i c_i`` (with
-        ``lam_i >= 0`` for inequalities it is below ``f`` wherever the constraints
-        hold), less ``eq_slack`` (``sum |lam_eq| * eq_tol``).
-
-        Parameters
-        ----------
-        lo, hi : Tensor, shape (N, B)
-        P : Tensor, shape (n_params + n_leaves,)
-            Parameters, then the multipliers (zeros: no Lagrangian bound).
-        eq_slack : float
-
-        Returns
-        -------
-        lower : Tensor, shape (B,)
-        score : Tensor, shape (N, B)
-            ``|g_k| * width_k`` (the width alone where no gradient is known): split the
-            box along the largest.
-        """
-        B = lo.shape[1]
-        width = torch.where(torch.isfinite(hi - lo), hi - lo, torch.finfo(lo.dtype).max)
-        pairs = [(self.f, self.grad)]
-        if self.lagrangian is not None and bool((P[self.n_params:] != 0).any()):
-            pairs.append((self.lagrangian, self.lag_grad))
-        mv = [(v, gr) for v, gr in pairs if gr is not None and self.smooth(v)]
-        c = torch.clamp(lo + 0.5 * (hi - lo), min=lo, max=hi)
-        c = torch.where(torch.isfinite(c), c, torch.where(torch.isfinite(lo), lo, torch.where(
-            torch.isfinite(hi), hi, 0.0)))
-        need = [v for v, _ in pairs] + [n for _, gr in mv for n in gr]
-        vals = self.program.forward(torch.cat([lo, c], 1), torch.cat([hi, c], 1), P,
-                                    only=need)
-
-        def part(iv, second=False):
-            sl = slice(B, 2 * B) if second else slice(0, B)
-            return (iv.lo.expand(2 * B)[sl], iv.hi.expand(2 * B)[sl],
-                    iv.nan.expand(2 * B)[sl])
-
-        lower = part(vals[self.f])[0]
-        score = None
-        for k, (v, gr) in enumerate(pairs):
-            slack = 0.0 if k == 0 else eq_slack
-            nat = ri.down(part(vals[v])[0] - slack)
-            lower = torch.maximum(lower, nat)
-            if gr is None or (v, gr) not in mv:
-                continue
-            fc_lo, _, fc_nan = part(vals[v], True)
-            ok = ~part(vals[v])[2] & ~fc_nan
-            acc = fc_lo
-            mags = []
-            for j, gn in enumerate(gr):
-                glo, ghi, gnan = part(vals[gn])
-                ok = ok & ~gnan
-                d = Iv(ri.down(lo[j] - c[j]), ri.up(hi[j] - c[j]), torch.zeros_like(ok))
-                acc = ri.down(acc + ri.mul2(Iv(glo, ghi, torch.zeros_like(ok)), d).lo)
-                mags.append(torch.maximum(torch.abs(glo), torch.abs(ghi)))
-            acc = ri.down(acc - slack)
-            lower = torch.where(ok & ~torch.isnan(acc), torch.maximum(lower, acc), lower)
-            if k == 0:
-                sc = torch.stack(mags) * width
-                score = torch.where(torch.isfinite(sc) & (sc > 0), sc, width)
-        return lower, (width if score is None else score)
-
-
-def graph_gradient(g: Graph, root: int, nvar: int):
-    """Exact gradient of node ``root`` with respect to the scalar variables (rows
-    ``0..nvar-1`` of ``X``) as nodes of the same graph, by reverse-mode differentiation
-    over the hash-consed graph (linear in its size, no sympy); None when the root
-    depends on an operation without a derivative rule here (jumps, ``Piecewise``,
-    summation bodies)."""
-    order = reachable(g, [root])
-    adj: dict = {root: g.const(1.0)}
-
-    def acc(n, term):
-        adj[n] = term if n not in adj else g.node("add", adj[n], term)
-
-    def mul(*xs):
-        xs = [x for x in xs if not (g.is_const(x) and g.value(x) == 1.0)]
-        if any(g.is_const(x) and g.value(x) == 0.0 for x in xs):
-            return g.const(0.0)
-        return xs[0] if len(xs) == 1 else g.node("mul", *xs) if xs else g.const(1.0)
-
-    one = g.const(1.0)
-    for n in reversed(order):
-        a_n = adj.get(n)
-        if a_n is None:
-            continue
-        key = g.nodes[n]
-        op = key[0]
-        if op in ("const", "param", "var"):
-            continue
-        args = g.operands(key)
-        if op == "add":
-            for a in args:
-                acc(a, a_n)
-        elif op == "neg":
-            acc(args[0], g.node("neg", a_n))
-        elif op == "mul":
-            for i, a in enumerate(args):
-                acc(a, mul(a_n, *[b for j, b in enumerate(args) if j != i]))
-        elif op == "div":
-            a, b = args
-            acc(a, g.node("div", a_n, b))
-            acc(b, g.node("neg", g.node("div", mul(a_n, n), b)))
-        elif op == "recip":
-            acc(args[0], g.node("neg", mul(a_n, g.node("powi", n, 2))))
-        elif op == "powi":
-            k = key[2]
-            base = args[0] if k == 2 else g.node("powi", args[0], k - 1)
-            acc(args[0], mul(g.const(float(k)), a_n, base))
-        elif op == "powf":
-            e = key[2]
-            acc(args[0], mul(g.const(e), a_n, g.node("powf", args[0], e - 1.0)))
-        elif op == "fn":
-            d = _fn_derivative(g, key[1], args[0], n, one)
-            if d is None:
-                return None
-            acc(args[0], mul(a_n, d))
-        else:
-            return None
-    return tuple(adj.get(g.node("var", k), g.const(0.0)) if ("var", k) in g._ids
-                 else g.const(0.0) for k in range(nvar))
-
-
-def _fn_derivative(g: Graph, name: str, a: int, n: int, one: int):
-    """``d fn(a) / da`` as a node (``n`` is the node ``fn(a)`` itself)."""
-    sq = g.node("powi", a, 2)
-    if name == "exp":
-        return n
-    if name == "log":
-        return g.node("recip", a)
-    if name == "sqrt":
-        return g.node("recip", g.node("mul", g.const(2.0), n))
-    if name == "rsqrt":
-        return g.node("mul", g.const(-0.5), g.node("powi", n, 3))
-    if name == "sin":
-        return g.node("fn", "cos", a)
-    if name == "cos":
-        return g.node("neg", g.node("fn", "sin", a))
-    if name == "tan":
-        return g.node("add", one, g.node("powi", n, 2))
-    if name == "atan":
-        return g.node("recip", g.node("add", one, sq))
-    if name == "sinh":
-        return g.node("fn", "cosh", a)
-    if name == "cosh":
-        return g.node("fn", "sinh", a)
-    if name == "tanh":
-        return g.node("add", one, g.node("neg", g.node("powi", n, 2)))
-    if name == "asinh":
-        return g.node("fn", "rsqrt", g.node("add", sq, one))
-    if name == "acosh":
-        return g.node("fn", "rsqrt", g.node("add", sq, g.const(-1.0)))
-    if name == "atanh":
-        return g.node("recip", g.node("add", one, g.node("neg", sq)))
-    if name == "asin":
-        return g.node("fn", "rsqrt", g.node("add", one, g.node("neg", sq)))
-    if name == "acos":
-        return g.node("neg", g.node("fn", "rsqrt", g.node("add", one, g.node("neg", sq))))
-    if name == "abs":
-        return g.node("fn", "sign", a)
-    return None
-
-
-def _sp():
-    import sympy
-
-    return sympy

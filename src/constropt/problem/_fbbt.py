@@ -83,7 +83,7 @@ def required_leaves(constraints) -> tuple[list, list]:
 
 
 def _model(objective_free_leaves, layout):
-    from ..lowering._interval import IntervalModel
+    from ..lowering._interval_model import IntervalModel
 
     return IntervalModel(None, objective_free_leaves, layout)
 

@@ -91,6 +91,7 @@ class Problem:
                                f"{constraints!r}") from None
         self._constraints: tuple[Constraint, ...] = tuple(
             normalize_constraint(c, i) for i, c in enumerate(constraints))
+        given_constraints = tuple(c.relation for c in self._constraints)
         if not isinstance(maximize, (bool, np.bool_)):
             raise ProblemError(f"maximize must be True or False, got {maximize!r}")
         self._maximize = bool(maximize)
@@ -120,6 +121,12 @@ class Problem:
                                    for i, c in enumerate(extra))
         self._lowering = Lowering(self._objective, self._constraints, self._layout,
                                   self._maximize)
+        # what rebuilds this problem exactly (pickling, checkpoints): the arguments as
+        # given, not the derived box (propagation run again on a propagated box would
+        # tighten it further)
+        self._args = (self._objective, given_constraints, self._variables,
+                      None if bounds is None else dict(bounds), self._maximize,
+                      dict(self._parameters), self._eq_tol, default_bound)
 
     # -- read-only views ------------------------------------------------------------
     @property
@@ -363,13 +370,13 @@ class Problem:
                 f"variables={list(self._variables)})")
 
     def __reduce__(self):
-        return (_rebuild, (self._objective, self.constraints, self._variables,
-                           dict(self._box), self._maximize, dict(self._parameters),
-                           self._eq_tol))
+        return (_rebuild, self._args)
 
 
-def _rebuild(objective, constraints, variables, bounds, maximize, parameters, eq_tol):
+def _rebuild(objective, constraints, variables, bounds, maximize, parameters, eq_tol,
+             default_bound=None):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BoundsWarning)
         return Problem(objective, constraints, variables=variables, bounds=bounds,
-                       maximize=maximize, parameters=parameters or None, eq_tol=eq_tol)
+                       maximize=maximize, parameters=parameters or None, eq_tol=eq_tol,
+                       default_bound=default_bound)

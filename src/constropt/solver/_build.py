@@ -30,8 +30,8 @@ def _seed(seed) -> int:
     if seed is None:
         return secrets.randbits(63)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or \
-            not 0 <= seed < 2**63:
-        raise OptionError(f"seed must be an integer in [0, 2**63) or None, got {seed!r}")
+            not 0 <= seed < 2**64:  # what torch.Generator.manual_seed takes (and the CLI)
+        raise OptionError(f"seed must be an integer in [0, 2**64) or None, got {seed!r}")
     return int(seed)
 
 

@@ -216,7 +216,7 @@ def finish(problem, inst, pvec, budget: Budget, *, polish: bool, starts: int = 3
                       budget=budget.left(nfev))
     best, f_best, V_best = checked.x, checked.fun, checked.violations
     nfev += checked.evaluations
-    feasible = checked.verification.feasible
+    feasible = checked.feasible
     if reason is Status.INTERRUPTED:
         status, message = reason, reason.value + checked.note
     elif not feasible:
@@ -254,7 +254,7 @@ def make_result(problem, inst, x, f, V, nfev, status, message, checked, *, seed,
                 timings):
     """The :class:`Result` of one finished instance (``checked``: its exact check)."""
     sign = -1.0 if problem.maximize else 1.0
-    feasible = checked.verification.feasible
+    feasible = checked.feasible
     return Result(
         x=point_dict(problem, x, checked.genes), x_array=x, variables=problem.variables, fun=f,
         feasible=feasible, maxcv=float(V.max()) if V.size else 0.0, violations=V,

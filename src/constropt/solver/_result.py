@@ -57,9 +57,10 @@ class Result:
     feasible : bool
         Every constraint provably holds at ``x`` (strict ones strictly, equalities
         within ``eq_tol``): checked in float64, then with exact arithmetic (Arb balls)
-        at the exact point; see ``verification``.  A point float64 finds feasible but
-        exact arithmetic cannot certify is reported infeasible (status ``INFEASIBLE``,
-        the message says "feasibility could not be certified").
+        at the exact point, and both must agree; see ``verification``.  A point
+        float64 finds feasible but exact arithmetic cannot certify is reported
+        infeasible (status ``INFEASIBLE``, the message says "feasibility could not be
+        certified").
     maxcv : float
         Largest constraint violation at ``x`` (0 when feasible).
     violations : ndarray, shape (m,)

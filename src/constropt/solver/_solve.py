@@ -194,7 +194,7 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
                       budget=None if opts.max_evals is None else opts.max_evals - nfev)
     best, f_best, V_best = checked.x, checked.fun, checked.violations
     nfev += checked.evaluations
-    feasible = checked.verification.feasible
+    feasible = checked.feasible
     if reason is Status.INTERRUPTED:
         status, message = reason, reason.value + checked.note
     elif not feasible:

@@ -54,7 +54,9 @@ class Verification:
     feasible : bool
         Every constraint certainly holds at the exact point ``x`` (each float64
         coordinate taken as the exact binary number it is; integer variables as the
-        Python ints in ``Result.x``).  This is what ``Result.feasible`` reports.
+        Python ints in ``Result.x``).  ``Result.feasible`` is this and
+        ``float64_feasible``: a point the float64 check rejects stays rejected even
+        when it is exactly feasible (it can happen at rounding level too).
     verdicts : tuple of str, shape (m,)
         Per constraint: ``"satisfied"`` (proven), ``"violated"`` (proven, or the value
         is undefined) or ``"undecided"`` (the enclosure straddles the boundary even at
@@ -113,8 +115,9 @@ def _fun_error(fun: float, ball) -> float:
         return 0.0 if math.isnan(fun) else math.inf
     if math.isnan(fun) or not ball.is_finite() or not math.isfinite(fun):
         return math.inf
-    err = float(abs(arb(fun) - ball).upper())
-    return math.nextafter(err, math.inf) if err > 0 else 0.0
+    upper = abs(arb(fun) - ball).upper()
+    err = float(upper)  # rounded to nearest: step up when that fell below the bound
+    return math.nextafter(err, math.inf) if upper > arb(err) else err
 
 
 def _evaluate(problem, genes, pvec):
@@ -151,7 +154,8 @@ def _settle_exact_zeros(problem, genes, pvec, leaf):
     proof, never a numerical guess."""
     import sympy as sp
 
-    if problem.has_vector_variables:
+    if problem.has_vector_variables or not all(isinstance(g, int) or math.isfinite(g)
+                                               for g in genes):
         return leaf
     point = {b.symbol: sp.Rational(g) if isinstance(g, float) else sp.Integer(g)
              for b, g in zip(problem.layout.blocks, genes, strict=True)}
@@ -226,6 +230,11 @@ class Certified(NamedTuple):
     genes: list            # the exact point: floats and Python ints
     note: str              # "" or why feasibility could not be certified
     evaluations: int = 0   # float64 evaluations of repair candidates
+
+    @property
+    def feasible(self) -> bool:
+        """What ``Result.feasible`` reports: float64 and exact arithmetic both agree."""
+        return self.verification.feasible and self.verification.float64_feasible
 
 
 def _directions(problem, x, pvec, bad_leaves, vals):

@@ -1,0 +1,122 @@
+"""Inclusion functions for selections, comparisons, logic and reductions over vector
+variables (the numeric ones are in :mod:`._rt_interval`, whose conventions hold here)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ._rt_interval import Bv, Iv, _eps, _tiny, down, empty_of, finish, mul2, up
+
+__all__ = ["heaviside", "where", "where_bool", "cmp", "and_", "or_", "not_", "xor", "isnan",
+           "const_bool", "rsum", "rprod"]
+
+inf = math.inf
+
+
+def heaviside(a: Iv, h0: Iv) -> Iv:
+    """``Heaviside(a, h0)``: the union of 0, ``h0`` and 1 over the signs ``a`` may take."""
+    ne = ~empty_of(a)
+    may_neg, may_pos = ne & (a.lo < 0), ne & (a.hi > 0)
+    may_zero = ne & (a.lo <= 0) & (a.hi >= 0)
+    lo = torch.full_like(a.lo, inf)
+    hi = torch.full_like(a.lo, -inf)
+    lo = torch.where(may_neg, torch.clamp(lo, max=0.0), lo)
+    hi = torch.where(may_neg, torch.clamp(hi, min=0.0), hi)
+    lo = torch.where(may_pos, torch.clamp(lo, max=1.0), lo)
+    hi = torch.where(may_pos, torch.clamp(hi, min=1.0), hi)
+    lo = torch.where(may_zero, torch.minimum(lo, h0.lo), lo)
+    hi = torch.where(may_zero, torch.maximum(hi, h0.hi), hi)
+    return Iv(lo, hi, a.nan | (may_zero & h0.nan))
+
+
+def where(c: Bv, a: Iv, b: Iv) -> Iv:
+    """``Piecewise`` selection: the union of the branches that may be taken."""
+    lo = torch.minimum(torch.where(c.t, a.lo, inf), torch.where(c.f, b.lo, inf))
+    hi = torch.maximum(torch.where(c.t, a.hi, -inf), torch.where(c.f, b.hi, -inf))
+    return Iv(lo, hi, (c.t & a.nan) | (c.f & b.nan))
+
+
+def where_bool(c: Bv, a: Bv, b: Bv) -> Bv:
+    return Bv((c.t & a.f) | (c.f & b.f), (c.t & a.t) | (c.f & b.t))
+
+
+# -- comparisons and logic ---------------------------------------------------------------
+def cmp(op: str, a: Iv, b: Iv) -> Bv:
+    """``a op b`` over the boxes: NaN compares False (True for ``!=``), as in torch."""
+    nan = a.nan | b.nan
+    ne = ~(empty_of(a) | empty_of(b))
+    if op in (">", ">="):
+        a, b = b, a
+        op = "<" if op == ">" else "<="
+    overlap = ne & (a.lo <= b.hi) & (b.lo <= a.hi)
+    both_point = ne & (a.lo == a.hi) & (b.lo == b.hi) & (a.lo == b.lo)
+    if op == "<":
+        return Bv(nan | (ne & (a.hi >= b.lo)), ne & (a.lo < b.hi))
+    if op == "<=":
+        return Bv(nan | (ne & (a.hi > b.lo)), ne & (a.lo <= b.hi))
+    if op == "==":
+        return Bv(nan | (ne & ~both_point), overlap)
+    return Bv(overlap, nan | (ne & ~both_point))  # "!="
+
+
+def and_(*xs: Bv) -> Bv:
+    f, t = xs[0]
+    for b in xs[1:]:
+        f, t = f | b.f, t & b.t
+    return Bv(f, t)
+
+
+def or_(*xs: Bv) -> Bv:
+    f, t = xs[0]
+    for b in xs[1:]:
+        f, t = f & b.f, t | b.t
+    return Bv(f, t)
+
+
+def not_(a: Bv) -> Bv:
+    return Bv(a.t, a.f)
+
+
+def xor(a: Bv, b: Bv) -> Bv:
+    return Bv((a.t & b.t) | (a.f & b.f), (a.t & b.f) | (a.f & b.t))
+
+
+def isnan(a: Iv) -> Bv:
+    return Bv(~empty_of(a), a.nan)
+
+
+def const_bool(v: bool, like) -> Bv:
+    t = torch.full((), bool(v), dtype=torch.bool, device=like.device)
+    return Bv(~t, t)
+
+
+# -- vector variables ----------------------------------------------------------------------
+def rsum(a: Iv, axis: int, drop: int) -> Iv:
+    """Sum over ``axis`` (then drop ``drop`` leading unit axes), widened by the sum's
+    rounding bound ``n * eps * sum|terms|``."""
+    shape = torch.broadcast_shapes(a.lo.shape, a.hi.shape, a.nan.shape)
+    alo, ahi = a.lo.expand(shape), a.hi.expand(shape)
+    n = shape[axis]
+    slack = lambda v: (n * _eps(v)) * torch.abs(v).sum(axis) + n * _tiny(v)  # noqa: E731
+    lo = down(alo.sum(axis) - slack(alo))
+    hi = up(ahi.sum(axis) + slack(ahi))
+    nan = a.nan.expand(shape).any(axis)
+    empty = (~(alo <= ahi)).any(axis)
+    out = finish(lo, hi, nan, empty)
+    if drop:
+        out = Iv(*(t.reshape(t.shape[drop:]) if t.dim() >= drop else t for t in out))
+    return out
+
+
+def rprod(a: Iv, axis: int, drop: int) -> Iv:
+    """Product over ``axis`` by interval multiplication term by term."""
+    shape = torch.broadcast_shapes(a.lo.shape, a.hi.shape, a.nan.shape)
+    lo, hi, nan = (t.expand(shape) for t in a)
+    acc = Iv(lo.select(axis, 0), hi.select(axis, 0), nan.select(axis, 0))
+    for k in range(1, shape[axis]):
+        acc = mul2(acc, Iv(lo.select(axis, k), hi.select(axis, k), nan.select(axis, k)))
+    if drop:
+        acc = Iv(*(t.reshape(t.shape[drop:]) for t in acc))
+    return acc
