@@ -73,12 +73,19 @@ def polish_batch(problem, X0: np.ndarray, M: np.ndarray, left=None, *, margin=0.
     def vals(X, P):
         with np.errstate(all="ignore"):
             f, C = leaves(X, P)
-        return sign * np.asarray(f, float).reshape(-1), np.asarray(C, float).reshape(L, -1)
+        k = X.shape[1]  # a constant objective may come back as one value; no leaves: (0, k)
+        f = np.broadcast_to(np.asarray(f, float).reshape(-1), (k,))
+        C = np.asarray(C, float).reshape(L, k) if L else np.zeros((0, k))
+        return sign * f, C
 
     def ders(X, P):
         with np.errstate(all="ignore"):
             g, J = deriv(X, P)
-        return sign * np.asarray(g, float).reshape(N, -1), np.asarray(J, float).reshape(L, N, -1)
+        k = X.shape[1]  # derivatives constant in x may come back unbatched
+        g = np.broadcast_to(np.asarray(g, float).reshape(N, -1), (N, k))
+        J = np.array(np.broadcast_to(np.asarray(J, float).reshape(L, N, -1), (L, N, k))) if L else \
+            np.zeros((0, N, k))
+        return sign * g, J
 
     x = np.clip(X0.astype(np.float64), lo, hi)
     _, C0 = vals(x, M)
