@@ -164,15 +164,16 @@ def refine_batch(problem, insts, M: np.ndarray, budget: Budget):
 
     cv_b, fm_b = keys(f, V)
     best = X.copy()
-    used = np.zeros(B, dtype=np.int64)
+    used = np.ones(B, dtype=np.int64)  # the float64 check of the start is an evaluation
     settled = np.zeros(B, dtype=bool)
     for margin in (0.0, 1e-9, 1e-6):
         idx = np.flatnonzero(~settled)
         if idx.size == 0:
             break
-        left = None if budget.total is None else budget.total - nfev[idx] - used[idx]
+        # 2 kept: the check of the candidate here and finish's check of the final point
+        left = None if budget.total is None else budget.total - nfev[idx] - used[idx] - 2
         xr, u, conv = polish_batch(problem, X[:, idx], M[:, idx], left, margin=margin)
-        used[idx] += u
+        used[idx] += u + 1
         fr, Vr = report_numpy(problem, xr, M[:, idx])
         feas = (Vr == 0).all(axis=0)
         cv_r, fm_r = keys(fr, Vr)
