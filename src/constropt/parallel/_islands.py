@@ -237,7 +237,7 @@ def _islands(problem, grp: _Group, dev, seed, opts, solve_options, named, S, m, 
     lopts = SolveOptions.from_kwargs(local)
     pvec = problem.parameter_vector(lopts.parameters)
     cross = bool(named.pop("cross_check", False))
-    search = Search._create(problem, lopts, dev, named.get("dtype"), base + rank,
+    search = Search._create(problem, lopts, dev, named.get("dtype"), (base + rank) % 2**64,
                             named.get("compile", "auto"), pvec[:, None],
                             t_start=time.perf_counter(), on_generation=hook,
                             consensus=hook.agree)
