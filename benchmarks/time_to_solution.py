@@ -203,21 +203,45 @@ print(repr((time.perf_counter() - t0, res.fun, res.success)))
 """
 
 
+FRESH_SCIPY = r"""
+import time
+t0 = time.perf_counter()
+import numpy as np
+import sympy as sp
+from scipy.optimize import NonlinearConstraint, differential_evolution
+x, y, z = sp.symbols("x y z")
+f = sp.lambdify((x, y, z), sp.sin(x) + x**2 - 2 * sp.cos(y) + y**2 + z**2, "numpy")
+g = sp.lambdify((x, y, z), [x, y, y - sp.pi, z - 5, x + z - 1, sp.cos(y) + z - 0.5],
+                "numpy")
+lb = np.array([0, 0, -np.inf, -np.inf, 0, 0.0])
+ub = np.array([np.inf, np.inf, 0, 0, np.inf, np.inf])
+res = differential_evolution(
+    lambda v: f(*v), [(-25, 25)] * 3, vectorized=True, updating="deferred", tol=1e-8,
+    atol=0, polish=True, seed=0, maxiter=3000,
+    constraints=NonlinearConstraint(lambda v: np.stack(np.broadcast_arrays(*g(*v))), lb, ub))
+print(repr((time.perf_counter() - t0, float(res.fun), bool(res.success))))
+"""
+
+
 def fresh_process(repeats: int):
-    """Wall times of a whole new Python process declaring and solving blog example 3."""
+    """Wall times of whole new Python processes declaring and solving blog example 3:
+    constropt and scipy DE interleaved (one of each per repeat), so both see the same
+    machine.  Returns ``{"constropt": (walls, inner, funs), "scipy": (...)}``."""
     env = dict(os.environ)
     src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
     env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
-    walls, inner, funs = [], [], []
+    out_all = {"constropt": ([], [], []), "scipy": ([], [], [])}
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = subprocess.run([sys.executable, "-c", FRESH], env=env, capture_output=True,
-                             text=True, check=True)
-        walls.append(time.perf_counter() - t0)
-        t_in, fun, ok = eval(out.stdout.strip().splitlines()[-1])
-        inner.append(t_in)
-        funs.append((fun, ok))
-    return walls, inner, funs
+        for name, code in (("constropt", FRESH), ("scipy", FRESH_SCIPY)):
+            walls, inner, funs = out_all[name]
+            t0 = time.perf_counter()
+            out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                                 text=True, check=True)
+            walls.append(time.perf_counter() - t0)
+            t_in, fun, ok = eval(out.stdout.strip().splitlines()[-1])
+            inner.append(t_in)
+            funs.append((fun, ok))
+    return out_all
 
 
 # --------------------------------------------------------------------------- main
@@ -237,6 +261,8 @@ def main(argv=None) -> str:
     ap.add_argument("--seeds", type=int, default=None)
     ap.add_argument("--problems", default=",".join(PROBLEMS))
     ap.add_argument("--output", help="also write the markdown here")
+    ap.add_argument("--fresh", type=int, default=5,
+                    help="whole-process runs of each solver (interleaved)")
     ap.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
                     help="before each problem/solver, wait up to this long for an idle "
                          "machine")
@@ -287,12 +313,25 @@ def main(argv=None) -> str:
             print(row, file=sys.stderr, flush=True)
 
     with Quiet(args.wait_quiet) as qf:
-        walls, inner, funs = fresh_process(3)
-    fresh = (f"Fresh process (new interpreter: imports, declaring blog example 3 in sympy, "
-             f"solve with defaults, seed 0), 3 runs: wall {', '.join(f'{w:.2f}' for w in walls)}"
-             f" s (median {statistics.median(walls):.2f} s; inside the script "
-             f"{statistics.median(inner):.2f} s); success {all(ok for _, ok in funs)}, "
-             f"f = {funs[0][0]:.10f}; other load {fmt_load(qf.load)}.")
+        fp = fresh_process(args.fresh)
+    med = {k: statistics.median(v[0]) for k, v in fp.items()}
+    rows.append(f"| blog_example3, whole process | constropt (defaults) | "
+                f"{med['constropt']:.3g} | - | - | - | "
+                f"{sum(ok for _, ok in fp['constropt'][2])}/{args.fresh} success | "
+                f"{fmt_load(qf.load)} |")
+    rows.append(f"| blog_example3, whole process | scipy DE (vectorized, polish) | "
+                f"{med['scipy']:.3g} | - | - | - | "
+                f"{sum(ok for _, ok in fp['scipy'][2])}/{args.fresh} success | "
+                f"{fmt_load(qf.load)} |")
+    fresh = (f"Whole process (new interpreter: imports, declaring blog example 3 in sympy, "
+             f"solve with defaults, seed 0), {args.fresh} runs each, constropt and scipy DE "
+             f"interleaved: constropt wall {', '.join(f'{w:.2f}' for w in fp['constropt'][0])}"
+             f" s (median {med['constropt']:.2f} s; inside the script "
+             f"{statistics.median(fp['constropt'][1]):.2f} s), scipy DE wall "
+             f"{', '.join(f'{w:.2f}' for w in fp['scipy'][0])} s (median {med['scipy']:.2f} s):"
+             f" constropt at {med['constropt'] / med['scipy']:.2f}x scipy's wall time; "
+             f"constropt f = {fp['constropt'][2][0][0]:.10f}, scipy f = "
+             f"{fp['scipy'][2][0][0]:.10f}; other load {fmt_load(qf.load)}.")
     comp = []
     for name in args.problems.split(","):
         c = verdict[(name, solvers[0][0])]

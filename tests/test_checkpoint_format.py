@@ -120,7 +120,9 @@ def test_history_is_stored_only_as_far_as_it_ran(tmp_path):
            check_every=1)
     assert ckpt.stat().st_size < 20_000  # 100,001 history rows would be 2.4 MB
     data = ck.read_checkpoint(ckpt)
-    assert data["loop"].hist.shape[0] == data["loop"].g + 1 == 11
+    loop = data["loop"]  # the driver's history grows as it fills (64 rows at first)
+    assert int(loop.g) == 10 and int(loop.g) + 1 <= loop.hist_f.shape[0] <= 64
+    assert loop.hist_cv.shape == loop.hist_f.shape and loop.hist_nfev.shape[0] == 64
 
 
 def test_generic_state_round_trip():

@@ -137,3 +137,26 @@ def test_compiled_evaluator_agrees_with_eager_blog_example2():
         f_small, _ = cfit(X32[:, :1000].contiguous(), P, tol)
     assert _graphs() == graphs
     torch.testing.assert_close(f_small, f_e[:1000], rtol=2e-6, atol=1e-4)
+
+
+def test_compiled_solve_compiles_each_function_exactly_once(monkeypatch):
+    """The warm-up runs under the search's autograd mode (Dynamo guards on it: warming
+    up with grad mode on compiled every function a second time for the search), and the
+    initial population is evaluated eagerly, so a compiled solve compiles one graph (the
+    generation step) once; later solves of any size and seed reuse it."""
+    # a structure no other test uses: the process-wide compile cache is cold for it (the
+    # step's code object may hold other problems' graphs: that is a new graph, not a
+    # recompile of this one, so error_on_recompile is armed after the first solve)
+    problem = constropt.Problem(x**2 + 3 * sp.cos(y) + x * y / 7, [x + y <= 1.25],
+                                bounds={x: (-3, 3), y: (-3, 3)})
+    graphs0 = _graphs()
+    first = constropt.solve(problem, compile=True, device="cpu", seed=0, pop_size=64,
+                            max_generations=40)
+    assert _graphs() - graphs0 == 1, "the compiled solve compiled more than one graph"
+    assert first.timings["compile"] > 0
+    monkeypatch.setattr(torch._dynamo.config, "error_on_recompile", True)
+    again = constropt.solve(problem, compile=True, device="cpu", seed=5, pop_size=96,
+                            max_generations=40)
+    assert _graphs() - graphs0 == 1  # no recompile (error_on_recompile would raise)
+    for res in (first, again):
+        assert res.feasible and np.isfinite(res.fun)

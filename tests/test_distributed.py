@@ -133,7 +133,7 @@ CRASH_SCRIPT = PROBLEM + textwrap.dedent("""
     out, mode = sys.argv[1], sys.argv[2]
     rank = int(os.environ["RANK"])
 
-    def callback(progress):  # rank 1 dies (or hangs) after the migration of generation 20
+    def callback(progress):  # rank 1 dies (or hangs) at the check point of generation 20
         if rank == 1 and progress.generation >= 20:
             if mode == "crash":
                 os._exit(3)
@@ -168,7 +168,9 @@ def test_a_failing_rank_makes_the_other_exit_with_a_clear_error(tmp_path, mode):
     err = json.loads(err_file.read_text())
     assert err["is_constropt_error"] and err["rank"] == 0
     msg = err["message"]
-    assert msg.startswith("island rank 0 of 2: migration (all_gather) at generation 30 failed")
+    # rank 0 fails in the next collective: the stop consensus of that check point
+    assert msg.startswith("island rank 0 of 2: synchronisation (all_gather) at generation 20 "
+                          "failed"), msg
     assert "Another rank most likely crashed" in msg and "timeout=8s" in msg
     assert "error: island rank 0 of 2" in out.stderr
     # which failure the collective saw, not how long it took: a peer that exits breaks the
@@ -223,7 +225,8 @@ def test_stop_rules_are_taken_together(no_torchrun):
     calls = []
     res = constropt.solve_islands(obj, [x + y <= 2], seed=0, device="cpu", bounds=BOX,
                                   callback=lambda p: calls.append(p.generation) or True)
-    assert res.status is constropt.Status.CALLBACK and res.nit == 20 and calls == [10]  # next sync
+    # the request is shared at the same check point: every rank stops there
+    assert res.status is constropt.Status.CALLBACK and res.nit == 10 and calls == [10]
     assert np.isfinite(res.history.fun).all() and res.history.nfev[-1] > 0
     with pytest.raises(constropt.SolveFailedError):
         constropt.solve_islands(obj, [x + y >= 3, x + y <= 1], seed=0, device="cpu", bounds=BOX,
@@ -242,7 +245,7 @@ def test_bad_options(kwargs, match, no_torchrun):
 
 
 def _engine(algorithm, handling="feasibility"):
-    """A small DE or GA with its state, built the way run_search builds them."""
+    """A small DE or GA with its state (one instance), built the way ``build`` does."""
     import torch
 
     from constropt.engine import _de, _ga
@@ -256,23 +259,26 @@ def _engine(algorithm, handling="feasibility"):
     dt = torch.float64
     P = torch.zeros((0, 1), dtype=dt)
     tol = torch.tensor(1e-4, dtype=dt)
-    lower = torch.full((2, 1), -3.0, dtype=dt)
-    upper = torch.full((2, 1), 3.0, dtype=dt)
-    integer = torch.zeros((2, 1), dtype=torch.bool)
+    shape = (2, 1) if algorithm == "ga" else (2, 1, 1)
+    lower = torch.full(shape, -3.0, dtype=dt)
+    upper = torch.full(shape, 3.0, dtype=dt)
+    integer = torch.zeros(shape, dtype=torch.bool)
     gen = torch.Generator().manual_seed(0)
     S = 12
     if algorithm == "ga":
         cfg = _ga.GAConfig(pop_size=S)
-        alg = GA(lambda X: fit(X, P, tol), _ga.make_step(fit, cfg.eta_c, cfg.eta_m), cfg,
+        alg = GA(fit, _ga.make_step(fit, cfg.eta_c, cfg.eta_m), cfg,
                  gen, (lower, upper, integer), (P, tol))
     else:
         handler = make_handler(handling)
         cfg = _de.DEConfig()
-        alg = DE(lambda X: fit(X, P, tol), _de.make_step(fit, handler, cfg), cfg, handler,
-                 gen, (lower, upper, integer), (P, tol), S)
-    state = alg.start(_ga.initial(gen, S, lower, upper, integer, dt))
+        alg = DE(fit, _de.make_step(fit, handler, cfg), cfg, handler,
+                 gen, (lower, upper, integer), (P[:, :, None], tol), S)
+    X0 = _ga.initial(gen, S, lower.reshape(2, 1), upper.reshape(2, 1),
+                     integer.reshape(2, 1), dt)
+    state = alg.start(X0[:, None])
     for _ in range(3):
-        state = alg.advance(state, 0.1)
+        state = alg.advance(state)
     return alg, state
 
 
@@ -284,21 +290,26 @@ def test_inject_replaces_the_worst_and_keeps_the_order(algorithm, handling):
     from constropt.engine._ranking import order
 
     alg, state = _engine(algorithm, handling)
-    pop = alg.population(state)
+    full = alg.population(state)
+    assert full.X.shape == (2, 1, 12) and full.f.shape == (1, 12)  # one instance
     Xm = torch.tensor([[0.1, 2.9], [-0.2, 2.9]], dtype=torch.float64)  # 2 migrants
     fm, cvm = torch.sin(3 * Xm[0]) + Xm[1]**2, torch.clamp(Xm[0] + Xm[1] - 1, min=0)
     new = _inject(alg, state, Xm, fm, cvm)
-    npop = alg.population(new)
-    assert npop.X.shape == pop.X.shape and type(new) is type(state)
+    nfull = alg.population(new)
+    assert nfull.X.shape == full.X.shape and type(new) is type(state)
+    pop = type(full)(full.X[:, 0], full.f[0], full.cv[0])
+    npop = type(full)(nfull.X[:, 0], nfull.f[0], nfull.cv[0])
     for j in range(2):  # both migrants are in
         assert any(torch.equal(npop.X[:, k], Xm[:, j]) for k in range(npop.X.shape[1]))
-    handler = getattr(alg, "handler", None)
-    level = getattr(new, "level", None)
-    kf, kc = handler.keys(npop.f, npop.cv, level) if handler else (npop.f, npop.cv)
+
+    def keys(p, st):
+        kf, kc = alg.keys(p.f[None], p.cv[None], st)
+        return kf.reshape(-1), kc.reshape(-1)
+
+    kf, kc = keys(npop, new)
     assert torch.equal(order(kf, kc), torch.arange(len(kf)))  # sorted best-first
     # the survivors are the old population's best S - 2
-    kf0, kc0 = handler.keys(pop.f, pop.cv, level) if handler else (pop.f, pop.cv)
-    kept = pop.X[:, order(kf0, kc0)[:-2]]
+    kept = pop.X[:, order(*keys(pop, new))[:-2]]
     for k in range(kept.shape[1]):
         assert any(torch.equal(npop.X[:, i], kept[:, k]) for i in range(npop.X.shape[1]))
-    alg.advance(new, 0.2)  # the algorithm runs on from the injected state
+    alg.advance(new)  # the algorithm runs on from the injected state

@@ -19,7 +19,7 @@ import sympy as sp
 
 import constropt
 from constropt import Status
-from constropt.solver import _polish, _verdict
+from constropt.solver import _polish
 from constropt.solver._progress import make_monitor
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -129,7 +129,10 @@ def test_a_fresh_first_solve_accounts_for_its_wall_time():
 
 def test_nfev_counts_every_evaluation(monkeypatch):
     counted = {"numpy": 0, "polish": 0}
-    report = _verdict.report_numpy  # the float64 checks and the probe
+    from constropt.problem import _evaluate
+    from constropt.solver import _expand, _finish, _verdict
+
+    report = _evaluate.report_numpy
 
     def counting_report(problem, X, pvec):
         counted["numpy"] += X.shape[1]
@@ -141,7 +144,8 @@ def test_nfev_counts_every_evaluation(monkeypatch):
         add(self)
         counted["polish"] += 1
 
-    monkeypatch.setattr(_verdict, "report_numpy", counting_report)
+    for module in (_evaluate, _expand, _finish, _verdict):  # every float64 evaluation
+        monkeypatch.setattr(module, "report_numpy", counting_report)
     monkeypatch.setattr(_polish.Counter, "add", counting_add)
     res = constropt.solve(F3, C3, bounds=B3, seed=0, restarts=0, progress=False)
     assert res.success

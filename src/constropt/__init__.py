@@ -30,6 +30,7 @@ from .solver._options import SolveOptions
 from .solver._progress import Progress
 from .solver._result import History, Result, Status
 from .solver._scipy import ScipyProblem
+from .solver._search import BestPoint, Search
 from .solver._solve import resume, solve
 from .solver._verify import Verification
 
@@ -37,7 +38,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     # solving
-    "solve", "solve_batch", "solve_islands", "resume", "cross_check",
+    "solve", "solve_batch", "solve_islands", "resume", "cross_check", "Search", "BestPoint",
     # problems and results
     "Problem", "Evaluation", "Fitness", "Result", "BatchResult", "Status", "History", "Progress",
     "SolveOptions", "CrossCheck", "ReferenceRun", "Verdict", "ScipyProblem", "DEFAULT_BOUND",

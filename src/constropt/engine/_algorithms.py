@@ -1,17 +1,28 @@
-"""Search algorithms behind one small interface the loop drives.
+"""Search algorithms behind one small interface the driver steps.
 
-``start(X0)`` evaluates an initial population; ``advance(state, progress)`` runs one
-generation (``progress`` is the share of the budget used, a host number);
-``population(state)`` is the current :class:`Population`; ``restart(state, X0, keep)``
-starts afresh from ``X0`` with the best point so far injected.  ``evals_per_step`` is
-what one ``advance`` costs in point evaluations.
+Populations carry an instance axis: ``X`` (N, B, S), ``f`` and ``cv`` (B, S).
+
+- ``start(X0)`` evaluates initial populations and returns the algorithm's state;
+- ``advance(state)`` runs one generation of every instance;
+- ``population(state)`` is the current :class:`Population` (best first per instance);
+- ``with_population(state, pop)`` the state with its population replaced (migration);
+- ``keys(f, cv, state)`` the comparison keys the population is sorted by;
+- ``settled(since)`` whether stagnation may be declared after ``since`` generations
+  since the (re)start (host array per instance);
+- ``restart(state, rows, X1, keep)`` the rows ``rows`` started afresh from ``X1``
+  (N, k, S) with the best points ``keep`` (N, k) injected;
+- ``compact(state, rows) -> (algorithm, state)`` only the rows ``rows`` (finished
+  instances drop out of the work).
+
+``evals_per_step`` is what one ``advance`` costs each instance in point evaluations.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import torch
 
 from . import _de, _ga
@@ -19,18 +30,18 @@ from ._ga import Population
 from ._handling import Handler
 from ._ranking import order
 
-__all__ = ["GA", "GAState", "DE"]
+__all__ = ["GA", "GAState", "DE", "DEState"]
 
 
 def _inject(X, keep):
-    """Put the point ``keep`` (N,) in column 0 of ``X`` (N, S)."""
-    return torch.cat([keep[:, None], X[:, 1:]], dim=1)
+    """Put the points ``keep`` (N, B) first in each instance of ``X`` (N, B, S)."""
+    return torch.cat([keep[..., None], X[..., 1:]], dim=-1)
 
 
 @dataclass
 class GAState:
-    """The GA's state: population (best first under the handler's keys) and the
-    handler's level, as :class:`DEState` without the parameter memory."""
+    """The GA's state (one instance): population (N, S), best first under the handler's
+    keys, and the handler's level, as :class:`DEState` without the parameter memory."""
 
     pop: Population
     level: torch.Tensor
@@ -41,14 +52,18 @@ class GAState:
 @dataclass
 class GA:
     """Tournament + SBX + polynomial mutation, (mu + lambda) survival, with a pluggable
-    constraint handler (its keys rank tournaments and survival) and optional repair."""
+    constraint handler (its keys rank tournaments and survival) and optional repair.
 
-    fit: Any          # X -> (fmin, cv)
+    One instance (``B == 1``): its state is a :class:`GAState` over an unbatched
+    population (N, S); :meth:`population` presents it with the instance axis.
+    """
+
+    fit: Any          # fitness(X, P, eq_tol) -> (fmin, cv), eager
     step_fn: Any      # compiled or eager ga_step
     cfg: _ga.GAConfig
     gen: torch.Generator
     bounds: tuple     # (lower, upper, integer), each (N, 1)
-    args: tuple       # (P, eq_tol)
+    args: tuple       # (P (n_p, 1), eq_tol)
     handler: Handler = Handler("feasibility")
     repair: Any = None  # a _repair.Repair, applied after each step (eager)
     control_generations: int = 200  # epsilon decays to 0 over this many generations
@@ -61,12 +76,13 @@ class GA:
         return lambda f, cv: self.handler.keys(f, cv, level)
 
     def start(self, X0):
-        f, cv = self.fit(X0)
+        X = X0[:, 0]
+        f, cv = self.fit(X, *self.args)
         level0 = self.handler.initial_level(f, cv)
-        return GAState(_ga.survive(X0, f, cv, X0.shape[1], self._keys(level0)), level0,
+        return GAState(_ga.survive(X, f, cv, X.shape[1], self._keys(level0)), level0,
                        level0)
 
-    def advance(self, st: GAState, progress: float):
+    def advance(self, st: GAState):
         lower, upper, integer = self.bounds
         rnd = _ga.draw(self.gen, self.cfg, lower.shape[0], lower.device, st.pop.X.dtype)
         pop = self.step_fn(st.pop, rnd, lower, upper, integer, *self.args, st.level)
@@ -80,75 +96,158 @@ class GA:
         return GAState(pop, level, st.level0, t)
 
     def population(self, st: GAState) -> Population:
-        return st.pop
+        return Population(st.pop.X[:, None], st.pop.f[None], st.pop.cv[None])
 
-    def settled(self, st: GAState) -> bool:
+    def with_population(self, st: GAState, new: Population) -> GAState:
+        return replace(st, pop=Population(new.X[:, 0], new.f[0], new.cv[0]))
+
+    def keys(self, f, cv, st: GAState):
+        return self.handler.keys(f, cv, st.level)
+
+    def settled(self, since):
         """No stagnation while the epsilon level is still decaying (as for DE)."""
-        return self.handler.name != "epsilon" or st.t >= self.control_generations
+        since = np.asarray(since)
+        if self.handler.name != "epsilon":
+            return np.ones(since.shape, dtype=bool)
+        return since >= self.control_generations
 
-    def restart(self, st: GAState, X0, keep):
-        return self.start(_inject(X0, keep))
+    def restart(self, st: GAState, rows, X1, keep):
+        return self.start(_inject(X1, keep))
+
+    def compact(self, st, rows):  # pragma: no cover - one instance never compacts
+        raise NotImplementedError("the GA runs one instance")
 
 
 @dataclass
 class DEState:
+    """DE state per instance: population (sorted best-first under the handler's keys),
+    success-history memory, the handler's level and initial level (B, 1) and the
+    epsilon schedule's clock ``t`` (B, 1), generations since the (re)start."""
+
     pop: Population
     mem: _de.Memory
     level: torch.Tensor
     level0: torch.Tensor
-    t: int = 0  # generations since the (re)start: the epsilon schedule's clock
+    t: torch.Tensor
+
+
+def _rows(st: DEState, fn_x, fn) -> DEState:
+    """Apply ``fn_x`` to the population (instance axis 1) and ``fn`` to every other
+    per-instance tensor (instance axis 0)."""
+    return DEState(Population(fn_x(st.pop.X), fn(st.pop.f), fn(st.pop.cv)),
+                   _de.Memory(fn(st.mem.F), fn(st.mem.CR), fn(st.mem.slot)),
+                   fn(st.level), fn(st.level0), fn(st.t))
 
 
 @dataclass
 class DE:
-    """SHADE-style differential evolution with a pluggable constraint handler."""
+    """SHADE-style differential evolution with a pluggable constraint handler, over a
+    batch of instances (parameters ``P`` (n_p, B, 1))."""
 
     fit: Any
     step_fn: Any
     cfg: _de.DEConfig
     handler: Handler
     gen: torch.Generator
-    bounds: tuple
-    args: tuple
+    bounds: tuple     # (lower, upper, integer), each (N, 1, 1)
+    args: tuple       # (P (n_p, B, 1), eq_tol)
     pop_size: int
-    repair: Any = None  # a _repair.Repair, applied after each step (eager)
+    repair: Any = None  # a _repair.Repair, applied after each step (eager, B == 1)
     control_generations: int = 200  # epsilon decays to 0 over this many generations
+
+    def __post_init__(self):
+        self._table = None
 
     @property
     def evals_per_step(self) -> int:
         return self.pop_size + (self.repair.evals_per_step if self.repair else 0)
 
-    def start(self, X0):
-        f, cv = self.fit(X0)
-        level0 = self.handler.initial_level(f, cv)
-        kf, kc = self.handler.keys(f, cv, level0)
-        idx = order(kf, kc)
-        pop = Population(X0[:, idx], f[idx], cv[idx])
-        return DEState(pop, _de.new_memory(self.cfg, X0.device, X0.dtype), level0, level0)
+    def keys(self, f, cv, st: DEState):
+        return self.handler.keys(f, cv, st.level)
 
-    def advance(self, st: DEState, progress: float):
+    def start(self, X0):
+        f, cv = self.fit(X0, *self.args)
+        level0 = self.handler.initial_level(f, cv)[..., None]
+        kf, kc = self.handler.keys(f, cv, level0)
+        idx = _de.sort_order(kf, kc)
+        pop = Population(_de.take(X0, idx), _de.take(f, idx), _de.take(cv, idx))
+        B = X0.shape[1]
+        t = torch.zeros((B, 1), dtype=torch.int64, device=X0.device)
+        return DEState(pop, _de.new_memory(self.cfg, X0.device, X0.dtype, (B,)), level0,
+                       level0, t)
+
+    def _schedule(self, like):
+        """The epsilon factor per clock value 0..Tc (a host table built once: the level
+        is ``level0 * table[t]``, the same numbers as the handler's formula, no sync)."""
+        if self._table is None or self._table.dtype != like.dtype:
+            one = torch.ones((), dtype=torch.float64)
+            Tc = self.control_generations
+            vals = [float(self.handler.next_level(one, one, t / Tc, None))
+                    for t in range(Tc + 1)]
+            self._table = torch.tensor(vals, dtype=like.dtype, device=like.device)
+        return self._table
+
+    def advance(self, st: DEState):
         lower, upper, integer = self.bounds
-        n, S = st.pop.X.shape
-        rnd = _de.draw(self.gen, self.cfg, n, S, lower.device, st.pop.X.dtype)
+        n, B, S = st.pop.X.shape
+        rnd = _de.draw(self.gen, self.cfg, n, S, lower.device, st.pop.X.dtype, (B,))
         pop, mem, _ = self.step_fn(st.pop, st.mem, rnd, lower, upper, integer, *self.args,
                                    st.level)
         if self.repair is not None:
-            pop = self.repair(pop, lambda f, cv: self.handler.keys(f, cv, st.level))
-            kf, kc = self.handler.keys(pop.f, pop.cv, st.level)
-            idx = order(kf, kc)
-            pop = Population(pop.X[:, idx], pop.f[idx], pop.cv[idx])
+            pop = self._repair(pop, st.level.reshape(()))
         t = st.t + 1
-        level = self.handler.next_level(st.level, st.level0, t / self.control_generations,
-                                        pop.cv[0])
+        if self.handler.name == "epsilon":
+            table = self._schedule(st.level0)
+            level = st.level0 * torch.take(table, t.clamp(max=len(table) - 1))
+        else:
+            level = self.handler.next_level(st.level, st.level0, 0.0, pop.cv[..., :1])
         return DEState(pop, mem, level, st.level0, t)
+
+    def _repair(self, pop, level):
+        """Gradient repair of one instance, then the population sorted again."""
+        one = Population(pop.X[:, 0], pop.f[0], pop.cv[0])
+        one = self.repair(one, lambda f, cv: self.handler.keys(f, cv, level))
+        idx = order(*self.handler.keys(one.f, one.cv, level))
+        return Population(one.X[:, idx][:, None], one.f[idx][None], one.cv[idx][None])
 
     def population(self, st: DEState) -> Population:
         return st.pop
 
-    def settled(self, st: DEState) -> bool:
+    def with_population(self, st: DEState, pop: Population) -> DEState:
+        return replace(st, pop=pop)
+
+    def settled(self, since):
         """No stagnation while the epsilon level is still decaying: until then the raw
         best point may legitimately stall while the search moves towards the set."""
-        return self.handler.name != "epsilon" or st.t >= self.control_generations
+        since = np.asarray(since)
+        if self.handler.name != "epsilon":
+            return np.ones(since.shape, dtype=bool)
+        return since >= self.control_generations
 
-    def restart(self, st: DEState, X0, keep):
-        return self.start(_inject(X0, keep))
+    def _with_P(self, P):
+        out = replace(self, args=(P,) + tuple(self.args[1:]))
+        out._table = self._table
+        return out
+
+    def restart(self, st: DEState, rows, X1, keep):
+        P = self.args[0]
+        if rows.numel() == P.shape[1]:
+            return self.start(_inject(X1, keep))
+        sub = self._with_P(P.index_select(1, rows)).start(_inject(X1, keep))
+        return _put_rows(st, sub, rows)
+
+    def compact(self, st: DEState, rows):
+        alg = self._with_P(self.args[0].index_select(1, rows))
+        return alg, _rows(st, lambda X: X.index_select(1, rows), lambda a: a.index_select(0, rows))
+
+
+def _put_rows(st: DEState, sub: DEState, rows) -> DEState:
+    """``st`` with its instances ``rows`` replaced by those of ``sub``."""
+    def put(a, b):
+        return a.index_copy(0, rows, b)
+
+    return DEState(Population(st.pop.X.index_copy(1, rows, sub.pop.X), put(st.pop.f, sub.pop.f),
+                              put(st.pop.cv, sub.pop.cv)),
+                   _de.Memory(put(st.mem.F, sub.mem.F), put(st.mem.CR, sub.mem.CR),
+                              put(st.mem.slot, sub.mem.slot)),
+                   put(st.level, sub.level), put(st.level0, sub.level0), put(st.t, sub.t))

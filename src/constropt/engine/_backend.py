@@ -12,20 +12,30 @@ import numpy as np
 
 from .._errors import DeviceError, OptionError
 
-__all__ = ["resolve_device", "resolve_dtype", "compiled"]
+__all__ = ["resolve_device", "resolve_dtype", "compiled", "AUTO_CUDA_WORK"]
 
 _COMPILED: dict = {}
 
+#: ``device="auto"`` uses CUDA only when a generation handles at least this many numbers
+#: (individuals x variables x instances): below it, kernel launches and transfers cost
+#: more than the arithmetic, and the CPU works in float64.
+AUTO_CUDA_WORK = 200_000
 
-def resolve_device(device):
-    """``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:K"`` or a ``torch.device`` -> torch.device."""
+
+def resolve_device(device, work: int | None = None):
+    """``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:K"`` or a ``torch.device`` -> torch.device.
+
+    ``"auto"`` is CUDA when it is available and ``work`` (individuals x variables x
+    instances, None: unknown, counted as large) reaches :data:`AUTO_CUDA_WORK`.
+    """
     import torch
 
     if isinstance(device, torch.device):
         dev = device
     elif isinstance(device, str):
         if device == "auto":
-            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            large = work is None or work >= AUTO_CUDA_WORK
+            return torch.device("cuda" if large and torch.cuda.is_available() else "cpu")
         try:
             dev = torch.device(device)
         except RuntimeError:

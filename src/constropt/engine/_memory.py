@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import warnings
 
-__all__ = ["available_bytes", "bytes_per_individual", "Chunked", "MemoryWarning"]
+__all__ = ["available_bytes", "bytes_per_individual", "Chunked", "MemoryWarning", "OOMFallback"]
 
 
 class MemoryWarning(UserWarning):
@@ -101,3 +101,33 @@ class Chunked:
             torch.cuda.empty_cache()
         warnings.warn(f"evaluation ran out of memory; continuing in chunks of {self.chunk} "
                       "individuals", MemoryWarning, stacklevel=3)
+
+
+class OOMFallback:
+    """A compiled generation step that falls back to an eager one on out-of-memory.
+
+    Compiled kernels fuse away the temporaries that :class:`Chunked` bounds, so the
+    compiled step evaluates the whole population at once.  If that runs out of memory,
+    the call is repeated with ``build_eager()`` (a step evaluating in chunks), which
+    serves every later call; the step is pure, so the repeat is exact.
+    """
+
+    def __init__(self, compiled, build_eager):
+        self.compiled, self.build_eager, self.eager = compiled, build_eager, None
+
+    def __call__(self, *args):
+        if self.eager is None:
+            try:
+                return self.compiled(*args)
+            except Exception as exc:  # noqa: BLE001 - only OOM is handled
+                if not _is_oom(exc):
+                    raise
+                import torch
+
+                if torch.cuda.is_available():
+                    torch.cuda.empty_cache()
+                warnings.warn("the compiled generation step ran out of memory; continuing "
+                              "with the eager step, evaluating in chunks", MemoryWarning,
+                              stacklevel=2)
+                self.eager = self.build_eager()
+        return self.eager(*args)

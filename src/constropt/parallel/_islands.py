@@ -1,22 +1,21 @@
 """Island model across processes: one population per rank, migration over ``torch.distributed``.
 
-Each process (rank) of a ``torchrun`` launch runs :func:`constropt.solve` on its own
-device with its own seed (``seed + rank``).  A hook called after every generation keeps
-the ranks in lockstep:
+Each process (rank) of a ``torchrun`` launch runs the search driver (a
+:class:`constropt.Search`, as ``solve`` does) on its own device with its own seed
+(``seed + rank``), with a migration hook and a consensus that keep the ranks in lockstep:
 
-- every ``check_every`` generations and every ``migrate_every`` generations the ranks
-  meet in one ``all_gather`` of a fixed-size float64 vector: stop flags, the rank's best
-  point so far ``(cv, f)``, and (on migration generations) its best ``migrants``
-  individuals ``(x, f, cv)``;
+- every ``migrate_every`` generations the ranks meet in one ``all_gather`` of their best
+  ``migrants`` individuals ``(x, f, cv)``; every ``check_every`` generations (the
+  driver's check points) in one ``all_gather`` of stop flags and best point ``(cv, f)``;
 - on migration generations each rank replaces its worst individuals with the migrants
   of rank ``r - 1`` (``topology="ring"``) or with the best of all other ranks' migrants
   (``topology="all"``), keeping the population's order invariant (DE: sorted best-first
   under the constraint handler's keys; GA: the best in column 0);
-- every stop decision is taken from the gathered vector, which is the same on all ranks,
-  so all ranks stop at the same generation: the loop's own rank-local criteria
-  (stagnation, time limit, target, callback) are switched off and decided here instead,
-  and restarts are off (they would make the evaluation counts, hence the ``max_evals``
-  stop, differ between ranks).
+- every stop decision is the driver's own rule (``engine/_driver.py``) applied to values
+  gathered from all ranks (the best point over all ranks, whether any rank is past the
+  time limit or asked to stop), which are the same on every rank, so all ranks stop at
+  the same generation; restarts are off (they would make the evaluation counts, hence
+  the ``max_evals`` stop, differ between ranks).
 
 After the local solves (polish included) the ranks gather each final point's key and the
 winning rank broadcasts its whole :class:`Result`, so every rank returns the same one.
@@ -25,7 +24,8 @@ raises :class:`DistributedError` instead of hanging.
 
 Modules: this one is the API (validation, start-up agreement, the final selection);
 ``_group.py`` the process group and its collectives; ``_migration.py`` the per-generation
-hook.  The command line's ``--distributed`` glue lives in :mod:`constropt.cli`.
+hook and the stop consensus.  The command line's ``--distributed`` glue lives in
+:mod:`constropt.cli`.
 """
 
 from __future__ import annotations
@@ -50,10 +50,6 @@ TOPOLOGIES = ("ring", "all")
 
 #: Options of :func:`constropt.solve` that are named arguments rather than SolveOptions.
 _NAMED = ("variables", "bounds", "maximize", "dtype", "compile", "cross_check")
-
-#: ``stagnation`` passed to the local loops: the islands decide stagnation together.
-_NEVER = 2**62
-
 
 def _validate(migrate_every, migrants, topology, timeout, backend) -> None:
     for name, v in (("migrate_every", migrate_every), ("migrants", migrants)):
@@ -167,7 +163,7 @@ def solve_islands(objective, constraints=(), *, migrate_every=20, migrants=2,
         raise OptionError("checkpoint is not supported by solve_islands: a checkpoint "
                           "cannot hold the other ranks' populations")
     if seed is not None:
-        from ..solver._solve import _seed
+        from ..solver._build import _seed
         seed = _seed(seed)
     if isinstance(objective, Problem):
         if tuple(constraints) or any(named.get(k) is not None for k in ("variables", "bounds")) \
@@ -192,7 +188,7 @@ def solve_islands(objective, constraints=(), *, migrate_every=20, migrants=2,
     dev = _island_device(device)
     grp = _init_group(backend, dev, float(timeout))
     try:
-        result = _run_islands(problem, grp, dev, seed, opts, solve_options, named, S, m,
+        result = _islands(problem, grp, dev, seed, opts, solve_options, named, S, m,
                           int(migrate_every), topology, t_start, t_lower)
     except BaseException:
         grp.close()  # peers then fail at once instead of waiting for the timeout
@@ -203,15 +199,13 @@ def solve_islands(objective, constraints=(), *, migrate_every=20, migrants=2,
     return result
 
 
-def _run_islands(problem, grp: _Group, dev, seed, opts, solve_options, named, S, m, every,
-                 topology, t_start, t_lower):
-    """This rank's part of :func:`solve_islands` once the group exists: agree on the
-    settings and seed, solve locally with the migration hook, pick and broadcast the
-    winning result, cross-check it if asked."""
+def _islands(problem, grp: _Group, dev, seed, opts, solve_options, named, S, m, every,
+             topology, t_start, t_lower):
     import torch
 
-    from ..solver._result import Result, Status
-    from ..solver._solve import solve
+    from ..solver._options import SolveOptions
+    from ..solver._result import Result
+    from ..solver._search import Search
 
     rank, world = grp.rank, grp.world
     # one collective checks that the ranks agree and carries rank 0's seed
@@ -233,26 +227,21 @@ def _run_islands(problem, grp: _Group, dev, seed, opts, solve_options, named, S,
             "rank must call solve_islands with the same arguments", rank=rank)
     base = (int(G[0, len(sig)]) << 31) | int(G[0, len(sig) + 1])
 
-    target = None
-    if opts.target is not None:
-        target = -opts.target if problem.maximize else opts.target
     hook = _Migration(grp, every=every, migrants=m, topology=topology,
-                      check_every=opts.check_every, stagnation=opts.stagnation, ftol=opts.ftol,
-                      target=target, time_limit=opts.time_limit, user_hook=opts.on_generation,
-                      t0=time.perf_counter())
+                      user_hook=opts.on_generation)
     local = dict(solve_options)
-    # every stop is decided globally by the hook (ftol=0: no local collapse test either)
-    local.update(stagnation=_NEVER, ftol=0.0, restarts=0, time_limit=None, target=None,
-                 throw=False, on_generation=hook, callback=hook.user_callback(opts.callback))
+    # restarts would make the evaluation counts (hence the max_evals stop) differ
+    local.update(restarts=0, throw=False, on_generation=None)
     if rank != 0:
         local["progress"] = False
+    lopts = SolveOptions.from_kwargs(local)
+    pvec = problem.parameter_vector(lopts.parameters)
     cross = bool(named.pop("cross_check", False))
-    res = solve(problem, device=dev, seed=base + rank, cross_check=False, **named, **local)
-    if hook.stop is not None and hook.stop is not Status.UNBOUNDED:
-        msg = res.message.replace(Status.CALLBACK.value, hook.stop.value)
-        status = hook.stop if res.status is Status.CALLBACK else res.status
-        res = replace(res, status=status, message=msg,
-                      success=res.feasible and not status.failed)
+    search = Search._create(problem, lopts, dev, named.get("dtype"), (base + rank) % 2**64,
+                            named.get("compile", "auto"), pvec[:, None],
+                            t_start=time.perf_counter(), on_generation=hook,
+                            consensus=hook.agree)
+    res = search.result()
 
     # the winner: feasible first, then lower total violation, then better objective
     cvsum = float(np.sum(res.violations)) if res.violations.size else 0.0

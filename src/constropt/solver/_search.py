@@ -1,245 +1,277 @@
-"""Build and run the search: algorithm, constraint handler, compile choice, restarts."""
+"""The steppable search: :class:`Search`, and how its engine is built.
+
+``solve`` is ``Search(...).run().result()``; ``solve_batch`` is the same search over
+``B`` parameter instances; the island model adds a migration hook.  Building the engine
+(algorithm, constraint handler, device, dtype, compile choice, budget, termination)
+happens once, in ``_build.py``; finishing (polish, check, status) in ``_finish.py``.
+"""
 
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
-from .._errors import OptionError
+import numpy as np
 
-__all__ = ["run_search", "ALGORITHMS", "default_pop_size"]
+from ._build import (  # re-exported: the search's settings live in _build
+    ALGORITHMS,
+    COMPILE_THRESHOLD,
+    build,
+    compile_choice,
+    default_pop_size,
+)
+from ._result import Status
 
-ALGORITHMS = ("de", "ga")
-
-
-def default_restarts(problem, opts) -> int:
-    """``restarts="auto"``: none for small continuous problems without equalities (at
-    most 4 variables: one run and the polish solve them, measured on the collection), 3
-    otherwise."""
-    if opts.restarts != "auto":
-        return opts.restarts
-    small = problem.n <= 4 and not problem.integer.any() and \
-        not any(lf.kind == "eq" for lf in problem.leaves)
-    return 0 if small else 3
+__all__ = ["Search", "BestPoint", "build", "ALGORITHMS", "default_pop_size",
+           "compile_choice", "COMPILE_THRESHOLD"]
 
 
-def default_pop_size(algorithm: str, n: int) -> int:
-    """Population size used when ``pop_size`` is not given."""
-    if algorithm == "de":
-        return int(min(300, max(40, 12 * n)))
-    return int(min(400, max(60, 20 * n)))
+class BestPoint(NamedTuple):
+    """The best point of a :class:`Search` so far: ``x`` (n,) float64, ``fun`` (user's
+    sense), ``cv`` (total violation, 0 when feasible)."""
+
+    x: np.ndarray
+    fun: float
+    cv: float
 
 
-def _make_repair(problem, opts, evaluate, P, bounds, gen, S):
-    """Gradient repair when asked for, or by default when there are equalities."""
-    import torch
+class Search:
+    """A constrained search you can step generation by generation.
 
-    from ..engine._repair import Repair
-    from ._polish import conjunctive_leaves
+    ``Search(problem, **options)`` sets everything up (lowering, device, compiled
+    step) and evaluates the initial population; each :meth:`step` (or ``next()``) runs
+    one generation; :meth:`run` steps until a stop rule holds; :meth:`result` finishes
+    the run (polish, float64 check, status) into a :class:`Result`.
+    :func:`constropt.solve` is ``Search(...).run().result()``.
 
-    want = opts.repair
-    if want == "auto":
-        want = any(lf.kind == "eq" for lf in problem.leaves)
-    if not want or problem.has_vector_variables or not problem.leaves:
-        return None
-    try:
-        deriv = problem.lowering.derivatives("torch")
-    except Exception:  # a derivative sympy cannot lower: no repair, the search goes on
-        return None
-    lower, upper, integer = bounds
-    dev = lower.device
-    eq = torch.tensor([lf.kind == "eq" for lf in problem.leaves], device=dev)
-    rows = torch.zeros(len(problem.leaves), dtype=torch.bool, device=dev)
-    rows[conjunctive_leaves(problem)] = True
-    return Repair(problem.lowering.functions("torch")["leaves"], deriv, evaluate, P, eq,
-                  rows, ~integer, lower, upper, gen, count=max(2, S // 10))
+    Parameters
+    ----------
+    objective, constraints, variables, bounds, maximize, device, dtype, seed, compile
+        As in :func:`constropt.solve`.
+    **options
+        Options of :class:`SolveOptions`.
 
-
-def _to_device(obj, dev):
-    """Tensors inside (named)tuples and dataclasses moved to ``dev``."""
-    import dataclasses
-
-    import torch
-
-    if isinstance(obj, torch.Tensor):
-        return obj.to(dev)
-    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-        return type(obj)(*(_to_device(v, dev) for v in obj))
-    if isinstance(obj, tuple):
-        return tuple(_to_device(v, dev) for v in obj)
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return dataclasses.replace(obj, **{f.name: _to_device(getattr(obj, f.name), dev)
-                                           for f in dataclasses.fields(obj)})
-    return obj
-
-
-def _history_used(st):
-    """The loop state with its history cut to the generations run (a checkpoint stores
-    only those, not ``max_generations`` rows of which most are empty)."""
-    import dataclasses
-
-    if not (hasattr(st, "hist") and hasattr(st, "hist_nfev") and hasattr(st, "g")):
-        return st
-    return dataclasses.replace(st, hist=st.hist[: st.g + 1], hist_nfev=st.hist_nfev[: st.g + 1])
-
-
-def _history_room(st, max_generations: int):
-    """Inverse of :func:`_history_used`: history rows for every generation again."""
-    import dataclasses
-    import math
-
-    import numpy as np
-    import torch
-
-    if not (hasattr(st, "hist") and hasattr(st, "hist_nfev")):
-        return st
-    rows = max_generations + 1
-    if st.hist.shape[0] >= rows:
-        return st
-    hist = torch.full((rows, st.hist.shape[1]), math.nan, dtype=st.hist.dtype,
-                      device=st.hist.device)
-    hist[: st.hist.shape[0]] = st.hist
-    hist_nfev = np.zeros(rows, dtype=np.int64)
-    hist_nfev[: st.hist_nfev.shape[0]] = st.hist_nfev
-    return dataclasses.replace(st, hist=hist, hist_nfev=hist_nfev)
-
-
-def run_search(problem, opts, dev, wdtype, use_compile: bool, seed: int, pvec, S: int,
-               resume=None, settings=None, deadline=None):
-    """Run the evolutionary search; returns ``(Outcome, compile_seconds)``.
-
-    ``resume`` is a checkpoint's dict (loop and generator state) to continue from;
-    ``settings`` what a checkpoint written by this run records about the solve;
-    ``deadline`` a ``time.perf_counter()`` value the search stops at (it replaces
-    ``opts.time_limit``, which the caller turned into this deadline).
+    Examples
+    --------
+    >>> s = constropt.Search(x**2 + y**2, [x + y >= 1], seed=0)   # doctest: +SKIP
+    >>> for best in s:                                            # doctest: +SKIP
+    ...     if s.generation == 50:
+    ...         break
+    >>> s.best.fun, s.population.X.shape                          # doctest: +SKIP
+    >>> res = s.result()          # runs on to the end, then polishes
     """
-    import torch
 
-    from ..engine import _de, _ga
-    from ..engine._algorithms import DE, GA
-    from ..engine._backend import compiled
-    from ..engine._handling import make_handler
-    from ..engine._loop import Termination, run
-    from ._progress import make_monitor
-    from ._snap import integer_sets, snap_outcome, snapped
+    def __init__(self, objective, constraints=(), *, variables=None, bounds=None,
+                 maximize=False, device="auto", dtype=None, seed=None, compile="auto",
+                 **options):
+        from ._build import _problem_of, _seed
+        from ._options import SolveOptions
 
-    n = problem.n
-    algorithm = opts.algorithm
-    if algorithm not in ALGORITHMS:
-        raise OptionError(f"unknown algorithm {algorithm!r}; choose one of "
-                          f"{', '.join(ALGORITHMS)}")
-    handling = opts.constraint_handling
-    if handling == "auto":
-        handling = "epsilon" if any(lf.kind == "eq" for lf in problem.leaves) else "feasibility"
-    handler = make_handler(handling)
-    fitness_fn = problem.lowering.functions("torch")["fitness"]
-    key = problem.source
-    sets = integer_sets(problem)
-    if sets is not None:  # integers confined to the roots of their own equality
-        values = torch.as_tensor(sets, dtype=wdtype, device=dev)
-        fitness_fn = snapped(fitness_fn, values)
-        key = (key, "snap", sets.tobytes())
-    fkey = key
-    P = torch.as_tensor(pvec, dtype=wdtype, device=dev).reshape(-1, 1)
-    tol = torch.tensor(problem.eq_tol, dtype=wdtype, device=dev)
-    lower = torch.as_tensor(problem.lower, dtype=wdtype, device=dev).reshape(-1, 1)
-    upper = torch.as_tensor(problem.upper, dtype=wdtype, device=dev).reshape(-1, 1)
-    integer = torch.as_tensor(problem.integer, device=dev).reshape(-1, 1)
-    gen = torch.Generator(device=dev)
-    gen.manual_seed(seed)
-    if not use_compile:  # compiled kernels fuse away the temporaries that chunking bounds
-        from ..engine._memory import Chunked, available_bytes, bytes_per_individual
+        t_start = time.perf_counter()
+        opts = SolveOptions.from_kwargs(options)
+        seed = _seed(seed)
+        problem, pvec, t_lower = _problem_of(objective, constraints, variables, bounds,
+                                             maximize, opts, options, "Search")
+        from ..problem._bounds import parameter_box
 
-        budget = opts.memory_budget or available_bytes(dev) // 2
-        fitness_fn = Chunked(fitness_fn, bytes_per_individual(problem, wdtype.itemsize),
-                             budget)
-    if algorithm == "ga":
-        cfg = _ga.GAConfig(pop_size=S, eta_c=opts.eta_c, eta_m=opts.eta_m,
-                           p_mut=opts.p_mut if opts.p_mut is not None
-                           else min(0.5, max(0.05, 1.0 / n)))
-        step_fn = _ga.make_step(fitness_fn, cfg.eta_c, cfg.eta_m, handler)
-        key = (key, "ga_step", cfg.eta_c, cfg.eta_m, handler)
-    else:
-        cfg = _de.DEConfig(strategy=opts.strategy)
-        step_fn = _de.make_step(fitness_fn, handler, cfg)
-        key = (key, "de_step", handler, cfg)
-    fit = fitness_fn
-    compile_s = 0.0
-    if use_compile:
-        step_fn = compiled(step_fn, key)
-        fit = compiled(fitness_fn, (fkey, "fitness"))
-        t0 = time.perf_counter()  # the first call compiles: timed apart from the search
-        fit(torch.zeros((n, 2 * S), dtype=wdtype, device=dev), P, tol)
-        compile_s = time.perf_counter() - t0
+        problem = parameter_box(problem, pvec)  # bounds that depend on parameters follow them
+        self._init(problem, opts, device, dtype, seed, compile, pvec[:, None],
+                   t_start=t_start, t_lower=t_lower)
 
-    def evaluate(X):
-        return fit(X, P, tol)
+    @classmethod
+    def _create(cls, problem, opts, device, dtype, seed, compile, M, *, t_start, t_lower=0.0,
+                **kw):
+        self = cls.__new__(cls)
+        self._init(problem, opts, device, dtype, seed, compile, M, t_start=t_start,
+                   t_lower=t_lower, **kw)
+        return self
 
-    bounds = (lower, upper, integer)
-    if algorithm == "ga":
-        alg = GA(evaluate, step_fn, cfg, gen, bounds, (P, tol), handler,
-                 _make_repair(problem, opts, evaluate, P, bounds, gen, S))
-    else:
-        alg = DE(evaluate, step_fn, cfg, handler, gen, bounds, (P, tol), S,
-                 _make_repair(problem, opts, evaluate, P, bounds, gen, S))
+    def _init(self, problem, opts, device, dtype, seed, compile, M, *, t_start, t_lower,
+              cross_check=False, deadline=None, **kw):
+        self.problem, self._opts, self._seed, self._M = problem, opts, seed, M
+        if deadline is None and opts.time_limit is not None:  # a deadline for the whole run
+            deadline = t_start + opts.time_limit
+        self._deadline = deadline
+        self._t_start, self._t_lower, self._cross = t_start, t_lower, cross_check
+        settings = kw.pop("settings", None)
+        if settings is None:
+            settings = {"seed": seed, "device": str(device), "dtype": dtype,
+                        "compile": compile, "cross_check": cross_check,
+                        "pvec": M[:, 0] if M.shape[1] == 1 else M,
+                        "options": {k: v for k, v in vars(opts).items()
+                                    if k not in ("callback", "progress", "checkpoint",
+                                                 "on_generation")}}
+        if opts.checkpoint is not None:  # fail now, not after the whole search
+            from ._checkpoint import check_writable
 
-    def new_population():
-        return _ga.initial(gen, S, lower, upper, integer, wdtype)
+            check_writable(opts.checkpoint)
+        search_deadline = kw.pop("search_deadline", None)
+        if search_deadline is None and deadline is not None:  # a share kept for the polish
+            from ._build import POLISH_TIME_SHARE
 
-    target = None
-    if opts.target is not None:
-        target = -opts.target if problem.maximize else opts.target
-    # kept for the polish, and 1 for the float64 check of the final point
-    reserve = (min(opts.max_evals // 10, 300) if opts.polish and opts.max_evals else 0) + 1
-    term = Termination(
-        max_generations=opts.max_generations or (1000 if algorithm == "ga" else 3000),
-        max_evals=None if opts.max_evals is None else opts.max_evals - reserve,
-        time_limit=opts.time_limit, target=target, stagnation=opts.stagnation,
-        ftol=opts.ftol, check_every=opts.check_every,
-        # integer plateaus make equal objectives common long before the search is done
-        collapse=not problem.integer.any())
-    if opts.max_evals is not None and term.max_evals < S:
-        raise OptionError(f"max_evals={opts.max_evals} is below one population "
-                          f"(pop_size={S}); raise max_evals or lower pop_size")
-    monitor = make_monitor(problem.maximize, opts.progress, opts.callback)
-    X0 = new_population()
-    if use_compile:  # warm the compiled step once, outside the search clock
-        t0 = time.perf_counter()
-        warm = alg.start(X0.clone())
-        alg.advance(warm, 0.0)
-        compile_s += time.perf_counter() - t0
-        gen.manual_seed(seed)
-        X0 = new_population()
-    state = None
-    if resume is not None:
-        state = _history_room(_to_device(resume["loop"], dev), term.max_generations)
-        gen.set_state(resume["generator"])
-    save = None
-    if opts.checkpoint is not None:
-        from ._checkpoint import fingerprint, problem_data, write_checkpoint
+            search_deadline = deadline - (POLISH_TIME_SHARE * opts.time_limit
+                                          if opts.polish and opts.time_limit else 0.0)
+        self._engine = build(problem, opts, device, dtype, seed, compile, M,
+                             settings=settings, deadline=search_deadline, **kw)
+        self._driver = self._engine.driver
+        self._results = None
 
-        fp, pdata = fingerprint(problem), problem_data(problem)
+    # -- stepping -----------------------------------------------------------------------
+    def step(self) -> bool:
+        """Run one generation; returns whether the search goes on (False once a stop
+        rule holds: the status is then in :attr:`status`)."""
+        import torch
 
-        def save(st):
-            write_checkpoint(opts.checkpoint, {
-                "fingerprint": fp, "problem": pdata, "settings": settings,
-                "loop": _to_device(_history_used(st), "cpu"), "generator": gen.get_state()})
-    if deadline is not None:  # the search's clock starts now: what is left of the deadline
-        import dataclasses
-
-        before = getattr(state, "elapsed", 0.0) if state is not None else 0.0
-        term = dataclasses.replace(term, time_limit=max(deadline - time.perf_counter(), 0.0)
-                                   + before)
-    try:
-        # no autograd bookkeeping in the search (a few microseconds an op, which is most
-        # of a small problem's generation)
         with torch.inference_mode():
-            out = run(alg, X0, term, monitor=monitor,
-                      restarts=default_restarts(problem, opts), new_population=new_population,
-                      state=state, checkpoint=save, checkpoint_every=opts.checkpoint_every,
-                      on_generation=opts.on_generation)
-    finally:
-        if monitor is not None:
-            monitor.finish()
-    if sets is not None:
-        out = snap_outcome(out, values)
-    return out, compile_s
+            going = self._driver.step()
+        if not going and self._engine.monitor is not None:
+            self._engine.monitor.finish()
+        return going
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        """One generation; returns :attr:`best` (StopIteration once stopped)."""
+        if self.done:
+            raise StopIteration
+        self.step()
+        return self.best
+
+    def run(self) -> Search:
+        """Step until a stop rule holds; returns ``self``."""
+        while self.step():
+            pass
+        return self
+
+    # -- inspection (host copies, read-only) ----------------------------------------------
+    @property
+    def done(self) -> bool:
+        """Whether the search has stopped."""
+        return self._driver.done
+
+    @property
+    def generation(self) -> int:
+        """Generations run so far."""
+        return self._driver.generation
+
+    @property
+    def nfev(self) -> int:
+        """Point evaluations so far (instance 0)."""
+        return int(self._driver.state.nfev[0])
+
+    @property
+    def status(self):
+        """Why the search stopped (a :class:`Status`), or None while it runs."""
+        from ..engine._driver import CODES
+
+        return CODES[int(self._driver.state.code[0])]
+
+    @property
+    def population(self):
+        """The current population, best first: a ``Population`` of read-only float64
+        arrays ``X`` (S, n), ``f`` (S,) objective in the user's sense, ``cv`` (S,) total
+        violation."""
+        from ..engine._ga import Population
+
+        d = self._driver
+        pop = d.algorithm.population(d.state.alg)
+        X, f, cv = (a.detach().double().cpu().numpy() for a in (pop.X[:, 0], pop.f[0],
+                                                                 pop.cv[0]))
+        sign = -1.0 if self.problem.maximize else 1.0
+        out = Population(np.ascontiguousarray(X.T), sign * f, cv)
+        for a in out:
+            a.setflags(write=False)
+        return out
+
+    @property
+    def best(self):
+        """The best point so far: ``(x, fun, cv)`` with ``x`` (n,) read-only float64,
+        ``fun`` in the user's sense (working precision; :meth:`result` checks in
+        float64)."""
+        st = self._driver.state
+        if not self.done:
+            x, f, cv = st.best.x[:, 0], st.best.f[0], st.best.cv[0]
+            x = x.detach().double().cpu().numpy()
+            f, cv = float(f), float(cv)
+        else:
+            x, f, cv = st.final_x[:, 0].numpy().copy(), float(st.final_f[0]), \
+                float(st.final_cv[0])
+        x.setflags(write=False)
+        return BestPoint(x, -f if self.problem.maximize else f, cv)
+
+    # -- finishing ----------------------------------------------------------------------
+    def result(self):
+        """Run to the end if needed, then polish, check in float64 and return the
+        :class:`Result` (the same object on later calls)."""
+        return self._finish()[0]
+
+    def _finish(self):
+        """Every instance's Result (a batch has B); the budget and the polish follow
+        the same rules for every mode."""
+        from dataclasses import replace
+
+        from .._errors import SolveFailedError
+        from ._finish import diverges, finish, make_result, refine_batch
+
+        if self._results is not None:
+            return self._results
+        self.run()
+        out = self._driver.outcome()
+        problem, opts, M, eng = self.problem, self._opts, self._M, self._engine
+        B = len(out)
+        t_pol = time.perf_counter()
+        verdicts, refined = [None] * B, [None] * B
+        if B > 1:  # vectorized over the instances: the polish, the unboundedness probe
+            ok = [inst.reason not in (Status.UNBOUNDED, Status.INTERRUPTED) for inst in out]
+            if opts.polish and problem.n <= 2000 and any(ok):
+                sub = [b for b in range(B) if ok[b]]
+                for b, r in zip(sub, refine_batch(problem, [out[b] for b in sub],
+                                                  M[:, sub], eng.budget)):
+                    refined[b] = r
+            # probed here: the instances the batched polish settled, with budget room
+            # (the others are probed one by one after their SLSQP polish, in finish)
+            from ._finish import probe_cost
+
+            cost = probe_cost(problem)
+            todo = [b for b in range(B) if refined[b] is not None and refined[b][2] and (
+                eng.budget.total is None or
+                out[b].nfev + refined[b][1] + cost <= eng.budget.total)]
+            if todo:
+                X = np.stack([refined[b][0] for b in todo], axis=1)
+                v, used = diverges(problem, X, M[:, todo])
+                for b, vb, ub in zip(todo, v, used):
+                    verdicts[b] = (bool(vb), int(ub))
+        finished = [finish(problem, inst, M[:, b], eng.budget, polish=opts.polish,
+                           starts=3 if B == 1 else 1, unbounded=verdicts[b],
+                           refined=refined[b], deadline=self._deadline)
+                    for b, inst in enumerate(out)]
+        polish_s = time.perf_counter() - t_pol
+        total = time.perf_counter() - self._t_start
+        timings = {"import": 0.0, "lowering": self._t_lower, "setup": 0.0,
+                   "compile": eng.compile_s, "search": out.seconds, "polish": polish_s,
+                   "check": 0.0, "total": total}
+        # setup: options, device, code generation, building the search (all the rest)
+        timings["setup"] = max(0.0, total - sum(v for k, v in timings.items() if k != "total"))
+        if B > 1:  # each instance's share of the batch's time
+            timings = {k: v / B for k, v in timings.items()}
+        results = [make_result(problem, inst, *fin, seed=self._seed, device=eng.device,
+                               timings=dict(timings))
+                   for inst, fin in zip(out, finished)]
+        if self._cross and B == 1:
+            from ._crosscheck import cross_check as _cc
+
+            t0 = time.perf_counter()
+            cc = _cc(results[0])
+            tm = dict(results[0].timings)
+            tm["cross_check"] = time.perf_counter() - t0
+            tm["total"] = time.perf_counter() - self._t_start
+            results[0] = replace(results[0], cross_check=cc, timings=tm)
+        self._results = (results if B > 1 else [results[0]])
+        self._timings = {"compile": eng.compile_s, "search": out.seconds,
+                         "polish": polish_s, "total": total}
+        if opts.throw and B == 1 and not results[0].success:
+            raise SolveFailedError(f"solve failed: {results[0].message}", results[0])
+        return self._results
+
+

@@ -15,7 +15,7 @@ import sympy as sp
 
 from ._polish import conjunctive_leaves
 
-__all__ = ["integer_sets", "MAX_RANGE"]
+__all__ = ["integer_sets", "snapped", "snap_array", "MAX_RANGE"]
 
 #: Largest integer range (upper - lower + 1) scanned for the roots of an equality.
 MAX_RANGE = 100_000
@@ -67,22 +67,23 @@ def integer_sets(problem):
 
 
 def snapped(fitness, values):
-    """``fitness`` evaluated at the snapped population (same signature)."""
+    """``fitness`` evaluated at the snapped population (same signature; the population
+    may carry an instance axis, (N, B, S))."""
     from ..engine._variation import snap
 
     def fitness_snapped(X, P, eq_tol):
-        return fitness(snap(X, values), P, eq_tol)
+        return fitness(snap(X.reshape(X.shape[0], -1), values).reshape(X.shape), P, eq_tol)
 
     return fitness_snapped
 
 
-def snap_outcome(out, values):
-    """The search's outcome with its best point and population snapped, as evaluated."""
-    import dataclasses
+def snap_array(X, values):
+    """Host genes ``X`` (N, ...) (a best point or a final population) snapped as the
+    search evaluated them."""
+    import torch
 
     from ..engine._variation import snap
 
-    pop = out.population
-    best = snap(out.best_x[:, None], values)[:, 0]
-    return dataclasses.replace(out, best_x=best,
-                               population=pop._replace(X=snap(pop.X, values)))
+    X = np.asarray(X)
+    t = torch.as_tensor(X.reshape(X.shape[0], -1), dtype=values.dtype, device=values.device)
+    return snap(t, values).cpu().numpy().astype(X.dtype).reshape(X.shape)

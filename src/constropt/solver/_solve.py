@@ -2,129 +2,38 @@
 
 from __future__ import annotations
 
-import math
-import secrets
 import time
 from dataclasses import replace
 
 import numpy as np
 import sympy as sp
 
-from .._errors import OptionError, SolveFailedError
-from ..problem._problem import Problem
-from ._options import SolveOptions, refuse_problem_options
+from .._errors import SolveFailedError
+from ._build import COMPILE_THRESHOLD, POLISH_TIME_SHARE, _problem_of, _seed
+from ._build import compile_choice as _compile_choice
+from ._finish import polish_from, polish_stage
+from ._options import SolveOptions
 from ._result import History, Result, Status
 from ._verdict import UNBOUNDED_LEVEL, check_point, diverges, objective_verdict, point_dict
 from ._verify import certify
 
-__all__ = ["solve", "resume", "COMPILE_THRESHOLD", "UNBOUNDED_LEVEL", "check_point"]
+__all__ = ["solve", "resume", "COMPILE_THRESHOLD", "UNBOUNDED_LEVEL", "check_point",
+           "polish_from"]
 
-#: ``compile="auto"`` compiles the generation step when ``pop_size * n`` reaches this.
-COMPILE_THRESHOLD = 200_000
+_ = (_compile_choice, POLISH_TIME_SHARE, _seed)  # kept importable from here
 
+def _run_round(box, ropts, dev, dtype, seed, compile, pvec, *, resume, settings, deadline,
+               search_deadline):
+    """One search of the driver over ``box`` (no finishing): ``(instance, seconds,
+    compile seconds)``."""
+    from ._search import Search
 
-
-def _seed(seed) -> int:
-    if seed is None:
-        return secrets.randbits(63)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or \
-            not 0 <= seed < 2**64:  # what torch.Generator.manual_seed takes (and the CLI)
-        raise OptionError(f"seed must be an integer in [0, 2**64) or None, got {seed!r}")
-    return int(seed)
-
-
-def _compile_choice(compile, work: int) -> bool:
-    if compile == "auto":
-        return work >= COMPILE_THRESHOLD
-    if isinstance(compile, bool):
-        return compile
-    raise OptionError(f"compile must be 'auto', True or False, got {compile!r}")
-
-
-def _key(problem, f: float, V: np.ndarray):
-    cv = float(np.sum(V)) if V.size else 0.0
-    fmin = -f if problem.maximize else f
-    return (cv, math.inf if math.isnan(fmin) else fmin)
-
-
-def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, deadline=None):
-    """SLSQP from ``start`` (strict margin 0, then 1e-9, then 1e-6 if it ends a hair
-    outside); the result replaces ``best`` if feasible and better.  Each float64 check of
-    a candidate counts one evaluation.
-
-    Returns ``(x, f, V, nfev, stop)``; ``stop`` when the budget or the time (``deadline``,
-    a ``time.perf_counter()`` value) is spent.  Ctrl-C raises :class:`PolishInterrupted`
-    whose ``state`` is ``(x, f, V, nfev)`` with the polish's last point taken if better.
-    """
-    from ._polish import PolishInterrupted, polish
-
-    for margin in (0.0, 1e-9, 1e-6):
-        budget = None if max_evals is None else max_evals - nfev - 1  # 1: the check
-        if budget is not None and budget < 10:
-            return best, f_best, V_best, nfev, True
-        if deadline is not None and time.perf_counter() >= deadline:
-            return best, f_best, V_best, nfev, True
-        info: dict = {}
-        try:
-            cand, used = polish(problem, start, pvec, max_evals=budget, margin=margin,
-                                deadline=deadline, info=info)
-        except PolishInterrupted as exc:
-            nfev += exc.nfev + 1
-            f_c, V_c = check_point(problem, exc.x, pvec)
-            if np.all(V_c == 0) and _key(problem, f_c, V_c) < _key(problem, f_best, V_best):
-                best, f_best, V_best = exc.x, f_c, V_c
-            exc.state = (best, f_best, V_best, nfev)
-            raise
-        nfev += used + 1
-        f_c, V_c = check_point(problem, cand, pvec)
-        if np.all(V_c == 0):
-            if _key(problem, f_c, V_c) < _key(problem, f_best, V_best):
-                best, f_best, V_best = cand, f_c, V_c
-            break
-        if info.get("timed_out"):
-            return best, f_best, V_best, nfev, True
-    return best, f_best, V_best, nfev, bool(info.get("timed_out"))
-
-
-#: Distance (largest coordinate, as a share of the box) between polish starts: a start
-#: nearer an earlier one than this lies in its basin and would polish to the same point.
-CLUSTER = 0.02
-
-
-def _polish_stage(problem, out, best, f_best, V_best, pvec, max_evals, nfev,
-                  starts: int = 3, deadline=None):
-    """SLSQP from the best point and from the best point of other clusters of the last
-    population (best first under feasibility rules, each at least ``CLUSTER`` of the box
-    from every start taken); keep the best feasible result.
-
-    Returns ``(x, f, V, nfev, stopped)``: ``stopped`` is None, ``Status.TIME_LIMIT``
-    when the deadline cut the polish short, or ``Status.INTERRUPTED`` after Ctrl-C (the
-    best point so far is kept; a second Ctrl-C propagates).
-    """
-    pop = out.population.X.double().cpu().numpy()
-    f = np.nan_to_num(out.population.f.double().cpu().numpy(), nan=np.inf)
-    cv = np.nan_to_num(out.population.cv.double().cpu().numpy(), nan=np.inf)
-    scale = np.maximum(problem.upper - problem.lower, 1e-12)
-    cands = [best]
-    for j in np.lexsort((f, cv)):
-        if len(cands) >= starts:
-            break
-        p = pop[:, j]
-        if all(np.max(np.abs(p - c) / scale) > CLUSTER for c in cands):
-            cands.append(p)
-    try:
-        for start in cands:
-            best, f_best, V_best, nfev, stop = polish_from(problem, start, pvec, best, f_best,
-                                                           V_best, max_evals, nfev, deadline)
-            if stop:
-                timed_out = deadline is not None and time.perf_counter() >= deadline
-                return best, f_best, V_best, nfev, Status.TIME_LIMIT if timed_out else None
-    except KeyboardInterrupt as exc:
-        state = getattr(exc, "state", None)
-        if state is not None:
-            best, f_best, V_best, nfev = state
-        return best, f_best, V_best, nfev, Status.INTERRUPTED
-    return best, f_best, V_best, nfev, None
+    search = Search._create(box, ropts, dev, dtype, seed, compile, pvec[:, None],
+                            t_start=time.perf_counter(), settings=settings, resume=resume,
+                            deadline=deadline, search_deadline=search_deadline)
+    search.run()
+    out = search._driver.outcome()
+    return out.instances[0], out.seconds, search._engine.compile_s
 
 
 def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=False,
@@ -171,20 +80,8 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
     opts = SolveOptions.from_kwargs(options)
     dev = resolve_device(device)
     seed = _seed(seed)
-    if isinstance(objective, Problem):
-        if tuple(constraints) or variables is not None or bounds is not None or maximize:
-            raise OptionError("pass constraints, variables, bounds and maximize to Problem(), "
-                              "not to solve(), when the objective is already a Problem")
-        refuse_problem_options(options, "solve")
-        problem = objective
-        t_lower = 0.0
-    else:
-        t0 = time.perf_counter()
-        problem = Problem(objective, constraints, variables=variables, bounds=bounds,
-                          maximize=maximize, parameters=opts.parameters, eq_tol=opts.eq_tol,
-                          default_bound=opts.default_bound)
-        t_lower = time.perf_counter() - t0
-    pvec = problem.parameter_vector(opts.parameters if isinstance(objective, Problem) else None)
+    problem, pvec, t_lower = _problem_of(objective, constraints, variables, bounds, maximize,
+                                         opts, options)
     from ..problem._fbbt import prove_infeasible
 
     proof = prove_infeasible(problem, pvec)
@@ -202,10 +99,6 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
                                          "on_generation")}}
     return _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_start,
                     {"import": t_import, "lowering": t_lower}, settings)
-
-
-#: Share of ``time_limit`` kept for the polish when the search would use it all.
-POLISH_TIME_SHARE = 0.1
 
 
 def _remaining(opts, nfev: int, seconds: float):
@@ -231,10 +124,9 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
     box expand while the best point presses on them (each expansion a new search within
     the budgets left).
     """
-    from ..engine._backend import resolve_dtype
     from ..problem._bounds import parameter_box
     from ._expand import MAX_EXPANSIONS, describe, expand, open_side, pressed_sides
-    from ._search import default_pop_size, run_search
+    from ._search import default_pop_size
 
     if opts.checkpoint is not None:  # fail now, not after the whole search
         from ._checkpoint import check_writable
@@ -245,9 +137,7 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
     n = problem.n
     S = opts.pop_size or default_pop_size(opts.algorithm, n)
     S += S % 2
-    wdtype = resolve_dtype(dtype, dev, S * n)
-    use_compile = _compile_choice(compile, S * n)
-    before = getattr(resume["loop"], "elapsed", 0.0) if resume is not None else 0.0
+    before = float(getattr(resume["loop"], "elapsed", 0.0)) if resume is not None else 0.0
     search_deadline = None
     if deadline is not None:
         search_deadline = deadline - (POLISH_TIME_SHARE * opts.time_limit if opts.polish else 0)
@@ -258,12 +148,13 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
     hist, pressed, reason = [], None, None
     while True:
         ropts = _remaining(opts, nfev, search_s + polish_s)
-        out, c_s = run_search(box, ropts, dev, wdtype, use_compile, seed, pvec, S,
-                              resume=resume, settings=settings, deadline=search_deadline)
+        out, seconds, c_s = _run_round(box, ropts, dev, dtype, seed, compile, pvec,
+                                       resume=resume, settings=settings, deadline=deadline,
+                                       search_deadline=search_deadline)
         compile_s, nit = compile_s + c_s, nit + out.nit
-        search_s += out.seconds - before  # this call's share (a resumed run counts on)
+        search_s += seconds - before  # this call's share (a resumed run counts on)
         hist.append((nfev + out.hist_nfev, out.hist_f, out.hist_cv))
-        best = out.best_x.double().cpu().numpy()
+        best = out.x.copy()
         f_best, V_best = check_point(problem, best, pvec)
         base, nfev = nfev, nfev + out.nfev + 1  # the float64 check is an evaluation too
         reason = out.reason
@@ -271,8 +162,9 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
         if opts.polish and n <= 2000 and out.reason not in (Status.UNBOUNDED,
                                                             Status.INTERRUPTED):
             budget = None if opts.max_evals is None else opts.max_evals - base
-            best, f_best, V_best, used, stopped = _polish_stage(
-                box, out, best, f_best, V_best, pvec, budget, nfev - base, deadline=deadline)
+            best, f_best, V_best, used, stopped = polish_stage(
+                box, out.population, best, f_best, V_best, pvec, budget, nfev - base,
+                deadline=deadline)
             nfev = base + used
             if stopped is not None:
                 reason = stopped

@@ -1,0 +1,282 @@
+"""Building the engine of a search, once for every mode: algorithm, constraint handler,
+population size, device, dtype, compile choice, budget, termination and the driver."""
+
+from __future__ import annotations
+
+import secrets
+import time
+
+import numpy as np
+
+from .._errors import OptionError
+from ..problem._problem import Problem
+from ._options import refuse_problem_options
+
+__all__ = ["build", "ALGORITHMS", "default_pop_size", "default_restarts", "compile_choice",
+           "COMPILE_THRESHOLD"]
+
+ALGORITHMS = ("de", "ga")
+
+#: ``compile="auto"`` compiles the generation step when ``pop_size * n * B`` (B: the
+#: instances of a batch) reaches this: the numbers one generation handles decide
+#: whether the compile time pays for itself, however they split into instances.
+COMPILE_THRESHOLD = 200_000
+
+#: Share of ``time_limit`` kept for the polish when the search would use it all.
+POLISH_TIME_SHARE = 0.1
+
+
+def _seed(seed) -> int:
+    if seed is None:
+        return secrets.randbits(63)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or \
+            not 0 <= seed < 2**64:  # what torch.Generator.manual_seed takes (and the CLI)
+        raise OptionError(f"seed must be an integer in [0, 2**64) or None, got {seed!r}")
+    return int(seed)
+
+
+def _problem_of(objective, constraints, variables, bounds, maximize, opts, options=None,
+                who="solve"):
+    """``(problem, parameter vector, seconds spent building it)`` from solve's arguments."""
+    if isinstance(objective, Problem):
+        if tuple(constraints) or variables is not None or bounds is not None or maximize:
+            raise OptionError("pass constraints, variables, bounds and maximize to Problem(), "
+                              f"not to {who}(), when the objective is already a Problem")
+        refuse_problem_options(options or {}, who)
+        return objective, objective.parameter_vector(opts.parameters), 0.0
+    t0 = time.perf_counter()
+    problem = Problem(objective, constraints, variables=variables, bounds=bounds,
+                      maximize=maximize, parameters=opts.parameters, eq_tol=opts.eq_tol,
+                      default_bound=opts.default_bound)
+    return problem, problem.parameter_vector(None), time.perf_counter() - t0
+
+
+def default_restarts(problem, opts) -> int:
+    """``restarts="auto"``: none for small continuous problems without equalities (at
+    most 4 variables: one run and the polish solve them, measured on the collection), 3
+    otherwise."""
+    if opts.restarts != "auto":
+        return opts.restarts
+    small = problem.n <= 4 and not problem.integer.any() and \
+        not any(lf.kind == "eq" for lf in problem.leaves)
+    return 0 if small else 3
+
+
+def default_pop_size(algorithm: str, n: int) -> int:
+    """Population size (per instance) used when ``pop_size`` is not given."""
+    if algorithm == "de":
+        return int(min(300, max(40, 12 * n)))
+    return int(min(400, max(60, 20 * n)))
+
+
+def compile_choice(compile, work: int) -> bool:
+    if compile == "auto":
+        return work >= COMPILE_THRESHOLD
+    if isinstance(compile, bool):
+        return compile
+    raise OptionError(f"compile must be 'auto', True or False, got {compile!r}")
+
+
+def _make_repair(problem, opts, fit, P, tol, bounds, gen, S):
+    """Gradient repair when asked for, or by default when there are equalities."""
+    import torch
+
+    from ..engine._repair import Repair
+    from ._polish import conjunctive_leaves
+
+    want = opts.repair
+    if want == "auto":
+        want = any(lf.kind == "eq" for lf in problem.leaves)
+    if not want or problem.has_vector_variables or not problem.leaves:
+        return None
+    try:
+        deriv = problem.lowering.derivatives("torch")
+    except Exception:  # a derivative sympy cannot lower: no repair, the search goes on
+        return None
+    lower, upper, integer = (b.reshape(-1, 1) for b in bounds)
+    dev = lower.device
+    eq = torch.tensor([lf.kind == "eq" for lf in problem.leaves], device=dev)
+    rows = torch.zeros(len(problem.leaves), dtype=torch.bool, device=dev)
+    rows[conjunctive_leaves(problem)] = True
+    P1 = P[:, 0]
+    return Repair(problem.lowering.functions("torch")["leaves"], deriv,
+                  lambda X: fit(X, P1, tol), P1, eq, rows, ~integer, lower, upper, gen,
+                  count=max(2, S // 10))
+
+
+def _place(obj, dev):
+    """Tensors inside (named)tuples and dataclasses moved to ``dev``."""
+    import dataclasses
+
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        return obj.to(dev)
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*(_place(v, dev) for v in obj))
+    if isinstance(obj, tuple):
+        return tuple(_place(v, dev) for v in obj)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.replace(obj, **{f.name: _place(getattr(obj, f.name), dev)
+                                           for f in dataclasses.fields(obj)})
+    return obj
+
+
+class _Engine:
+    """What :func:`build` returns: the driver and how it was set up."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, resume=None,
+          settings=None, on_generation=None, consensus=None, allow=None, deadline=None):
+    """Build the engine for ``B = M.shape[1]`` instances (parameter columns of ``M``).
+
+    Resolves algorithm, handler, population size, device (``"auto"``: CUDA only for
+    large work), dtype, compile choice and the budget; warms a compiled step up under
+    the same autograd mode as the search (so it compiles once); returns an object with
+    the driver and the settings.  ``deadline`` (a ``time.perf_counter()`` value) replaces
+    ``opts.time_limit`` for the search: it stops there.
+    """
+    import torch
+
+    from ..engine import _de, _ga
+    from ..engine._algorithms import DE, GA
+    from ..engine._backend import compiled, resolve_device, resolve_dtype
+    from ..engine._driver import Driver, Termination
+    from ..engine._handling import make_handler
+    from ..engine._memory import Chunked, OOMFallback, available_bytes, bytes_per_individual
+    from ._finish import Budget
+    from ._progress import make_monitor
+    from ._snap import integer_sets, snap_array, snapped
+
+    n, B = problem.n, M.shape[1]
+    algorithm = opts.algorithm
+    if algorithm not in ALGORITHMS:
+        raise OptionError(f"unknown algorithm {algorithm!r}; choose one of "
+                          f"{', '.join(ALGORITHMS)}")
+    if algorithm == "ga" and B > 1:
+        raise OptionError("solve_batch runs algorithm='de'")
+    handling = opts.constraint_handling
+    if handling == "auto":
+        handling = "epsilon" if any(lf.kind == "eq" for lf in problem.leaves) else "feasibility"
+    handler = make_handler(handling)
+    S = opts.pop_size or default_pop_size(algorithm, n)
+    S += S % 2
+    work = S * n * B
+    dev = resolve_device(device, work)
+    wdtype = resolve_dtype(dtype, dev, work)
+    use_compile = compile_choice(compile, work)
+    fitness_fn = problem.lowering.functions("torch")["fitness"]
+    fkey = problem.source
+    sets = integer_sets(problem)
+    values = None
+    if sets is not None:  # integers confined to the roots of their own equality
+        values = torch.as_tensor(sets, dtype=wdtype, device=dev)
+        fitness_fn = snapped(fitness_fn, values)
+        fkey = (fkey, "snap", sets.tobytes())
+    per = bytes_per_individual(problem, wdtype.itemsize)
+    mem_budget = opts.memory_budget or available_bytes(dev) // 2
+    fit = Chunked(fitness_fn, per, mem_budget)  # eager evaluations (starts, repair)
+    tol = torch.tensor(problem.eq_tol, dtype=wdtype, device=dev)
+    P = torch.as_tensor(M, dtype=wdtype, device=dev)[:, :, None]     # (n_p, B, 1)
+    gen = torch.Generator(device=dev)
+    gen.manual_seed(seed)
+    if algorithm == "ga":
+        shape = (n, 1)
+        cfg = _ga.GAConfig(pop_size=S, eta_c=opts.eta_c, eta_m=opts.eta_m,
+                           p_mut=opts.p_mut if opts.p_mut is not None
+                           else min(0.5, max(0.05, 1.0 / n)))
+
+        def make(fn):
+            return _ga.make_step(fn, cfg.eta_c, cfg.eta_m, handler)
+        key = (fkey, "ga_step", cfg.eta_c, cfg.eta_m, handler)
+        args = (P[:, :, 0], tol)
+    else:
+        shape = (n, 1, 1)
+        cfg = _de.DEConfig(strategy=opts.strategy)
+
+        def make(fn):
+            return _de.make_step(fn, handler, cfg)
+        key = (fkey, "de_step", handler, cfg)
+        args = (P, tol)
+    lower = torch.as_tensor(problem.lower, dtype=wdtype, device=dev).reshape(shape)
+    upper = torch.as_tensor(problem.upper, dtype=wdtype, device=dev).reshape(shape)
+    integer = torch.as_tensor(problem.integer, device=dev).reshape(shape)
+    bounds = (lower, upper, integer)
+    if not use_compile:
+        step_fn = make(fit)
+    elif per * S * B > mem_budget:  # too large for one fused pass: chunk a compiled fitness
+        step_fn = make(Chunked(compiled(fitness_fn, (fkey, "fitness")), per,
+                               mem_budget))
+    else:
+        step_fn = OOMFallback(compiled(make(fitness_fn), key), lambda: make(fit))
+    repair = _make_repair(problem, opts, fit, P, tol, bounds, gen, S) if B == 1 else None
+    if algorithm == "ga":
+        alg = GA(fit, step_fn, cfg, gen, bounds, args, handler, repair)
+    else:
+        alg = DE(fit, step_fn, cfg, handler, gen, bounds, args, S, repair)
+    lo2, hi2, int2 = (b.reshape(n, 1) for b in bounds)
+
+    def new_population(k):
+        return _ga.initial(gen, k * S, lo2, hi2, int2, wdtype).reshape(n, k, S)
+
+    budget = Budget.plan(opts.max_evals, opts.polish, alg.evals_per_step)
+    time_limit = opts.time_limit
+    if deadline is not None:  # the search's clock counts on from a resumed run's elapsed
+        before = float(resume["loop"].elapsed) if resume is not None else 0.0
+        time_limit = max(deadline - time.perf_counter(), 0.0) + before
+    target = None
+    if opts.target is not None:
+        target = -opts.target if problem.maximize else opts.target
+    term = Termination(
+        max_generations=opts.max_generations or (1000 if algorithm == "ga" else 3000),
+        max_evals=budget.search, time_limit=time_limit, target=target,
+        stagnation=opts.stagnation, ftol=opts.ftol, check_every=opts.check_every,
+        # integer plateaus make equal objectives common long before the search is done;
+        # with a consensus (islands) each rank's own population cannot decide a stop
+        collapse=not problem.integer.any() and consensus is None,
+        restarts=default_restarts(problem, opts))
+    compile_s = 0.0
+    if use_compile:  # warm the compiled step once, outside the search clock, under the
+        t0 = time.perf_counter()  # search's autograd mode (Dynamo guards on it)
+        with torch.inference_mode():
+            alg.advance(alg.start(new_population(B)))
+        compile_s = time.perf_counter() - t0
+        gen.manual_seed(seed)
+    monitor = make_monitor(problem.maximize, opts.progress, opts.callback) if B == 1 else None
+    save = None
+    if opts.checkpoint is not None:
+        from ._checkpoint import fingerprint, problem_data, write_checkpoint
+
+        fp, pdata = fingerprint(problem), problem_data(problem)
+
+        def save(st):
+            write_checkpoint(opts.checkpoint, {
+                "fingerprint": fp, "problem": pdata, "settings": settings,
+                "loop": _place(st, "cpu"), "generator": gen.get_state()})
+    state, X0 = None, None
+    if resume is not None:
+        state = _place(resume["loop"], "cpu")
+        state.alg, state.best = _place(state.alg, dev), _place(state.best, dev)
+        state.hist_f, state.hist_cv = state.hist_f.to(dev), state.hist_cv.to(dev)
+        gen.set_state(resume["generator"])
+    else:
+        with torch.inference_mode():
+            X0 = new_population(B)
+    hooks = [h for h in (opts.on_generation, on_generation) if h is not None]
+
+    def hook(st, algorithm_):
+        return any([bool(h(st, algorithm_)) for h in hooks])
+
+    with torch.inference_mode():
+        driver = Driver(alg, term, X0, state=state, new_population=new_population,
+                        monitor=monitor, on_generation=hook if hooks else None,
+                        consensus=consensus, checkpoint=save,
+                        checkpoint_every=opts.checkpoint_every,
+                        min_rows=2 if use_compile and B > 1 else 1,
+                        snap=None if values is None else lambda X: snap_array(X, values))
+    return _Engine(driver=driver, device=dev, dtype=wdtype, compile=use_compile,
+                   compile_s=compile_s, budget=budget, pop_size=S, monitor=monitor,
+                   instances=B)

@@ -1,0 +1,272 @@
+"""From the search's best points to Results: budget, polish, float64 check, status.
+
+Every mode (``solve``, ``solve_batch``, the islands, :class:`constropt.Search`) ends
+here, so the budget rule (:class:`Budget`), the polish, the unboundedness guard and the
+status rules are written once.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import sympy as sp
+
+from .._errors import OptionError
+from ..problem._evaluate import report_numpy
+from ._result import History, Result, Status
+from ._verdict import UNBOUNDED_LEVEL, check_point, objective_verdict, point_dict
+from ._verdict import diverges as diverges_one
+
+__all__ = ["Budget", "check_point", "diverges", "polish_from", "polish_stage", "finish",
+           "refine_batch", "point_dict", "UNBOUNDED_LEVEL"]
+
+@dataclass(frozen=True)
+class Budget:
+    """The evaluation budget ``max_evals`` of one instance, polish included.
+
+    The search may spend ``search`` evaluations; the rest (``reserve``: a tenth of the
+    budget, at most 300, when polishing) is kept for the polish and the unboundedness
+    probe, which take what is left after the search (:meth:`left`).
+    """
+
+    total: int | None
+    reserve: int = 0
+
+    @classmethod
+    def plan(cls, max_evals, polish: bool, evals_per_step: int) -> Budget:
+        # kept for the polish, and 1 for the float64 check of the final point
+        reserve = (min(max_evals // 10, 300) if polish and max_evals else 0) + \
+            (1 if max_evals is not None else 0)
+        if max_evals is not None and max_evals - reserve < evals_per_step:
+            raise OptionError(f"max_evals={max_evals} is below one population "
+                              f"(pop_size={evals_per_step}); raise max_evals or lower "
+                              "pop_size")
+        return cls(max_evals, reserve)
+
+    @property
+    def search(self) -> int | None:
+        return None if self.total is None else self.total - self.reserve
+
+    def left(self, used: int) -> int | None:
+        return None if self.total is None else self.total - used
+
+
+def diverges(problem, X: np.ndarray, M: np.ndarray):
+    """:func:`._verdict.diverges` for every column of ``X`` (N, B) with parameters ``M``
+    (n_params, B).  Returns ``(verdict (B,) bool, points evaluated (B,) int)``."""
+    out = [diverges_one(problem, X[:, b], M[:, b]) for b in range(X.shape[1])]
+    return (np.array([v for v, _ in out], dtype=bool),
+            np.array([u for _, u in out], dtype=np.int64))
+
+
+def _key(problem, f: float, V: np.ndarray):
+    cv = float(np.sum(V)) if V.size else 0.0
+    fmin = -f if problem.maximize else f
+    return (cv, math.inf if math.isnan(fmin) else fmin)
+
+
+def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, deadline=None):
+    """SLSQP from ``start`` (strict margin 0, then 1e-9, then 1e-6 if it ends a hair
+    outside); the result replaces ``best`` if feasible and better.  Each float64 check of
+    a candidate counts one evaluation.
+
+    Returns ``(x, f, V, nfev, stop)``; ``stop`` when the budget or the time (``deadline``,
+    a ``time.perf_counter()`` value) is spent.  Ctrl-C raises :class:`PolishInterrupted`
+    whose ``state`` is ``(x, f, V, nfev)`` with the polish's last point taken if better.
+    """
+    from ._polish import PolishInterrupted, polish
+
+    for margin in (0.0, 1e-9, 1e-6):
+        budget = None if max_evals is None else max_evals - nfev - 1  # 1: the check
+        if budget is not None and budget < 10:
+            return best, f_best, V_best, nfev, True
+        if deadline is not None and time.perf_counter() >= deadline:
+            return best, f_best, V_best, nfev, True
+        info: dict = {}
+        try:
+            cand, used = polish(problem, start, pvec, max_evals=budget, margin=margin,
+                                deadline=deadline, info=info)
+        except PolishInterrupted as exc:
+            nfev += exc.nfev + 1
+            f_c, V_c = check_point(problem, exc.x, pvec)
+            if np.all(V_c == 0) and _key(problem, f_c, V_c) < _key(problem, f_best, V_best):
+                best, f_best, V_best = exc.x, f_c, V_c
+            exc.state = (best, f_best, V_best, nfev)
+            raise
+        nfev += used + 1
+        f_c, V_c = check_point(problem, cand, pvec)
+        if np.all(V_c == 0):
+            if _key(problem, f_c, V_c) < _key(problem, f_best, V_best):
+                best, f_best, V_best = cand, f_c, V_c
+            break
+        if info.get("timed_out"):
+            return best, f_best, V_best, nfev, True
+    return best, f_best, V_best, nfev, bool(info.get("timed_out"))
+
+
+def polish_stage(problem, pop, best, f_best, V_best, pvec, max_evals, nfev,
+                 starts: int = 3, deadline=None):
+    """SLSQP from the best point and from other distinct good points of the last
+    population ``pop`` (N, S); keep the best feasible result.
+
+    Returns ``(x, f, V, nfev, stopped)``: ``stopped`` is None, ``Status.TIME_LIMIT``
+    when the deadline cut the polish short, or ``Status.INTERRUPTED`` after Ctrl-C (the
+    best point so far is kept; a second Ctrl-C propagates).
+    """
+    try:
+        for start in _starts(problem, best, pop, starts):
+            best, f_best, V_best, nfev, stop = polish_from(problem, start, pvec, best, f_best,
+                                                           V_best, max_evals, nfev, deadline)
+            if stop:
+                timed_out = deadline is not None and time.perf_counter() >= deadline
+                return best, f_best, V_best, nfev, Status.TIME_LIMIT if timed_out else None
+    except KeyboardInterrupt as exc:
+        state = getattr(exc, "state", None)
+        if state is not None:
+            best, f_best, V_best, nfev = state
+        return best, f_best, V_best, nfev, Status.INTERRUPTED
+    return best, f_best, V_best, nfev, None
+
+
+#: Distance (largest coordinate, as a share of the box) between polish starts: a start
+#: nearer an earlier one than this lies in its basin and would polish to the same point.
+CLUSTER = 0.02
+
+
+def _starts(problem, best, pop, starts: int):
+    """The best point and the best point of other clusters of the last population (it is
+    ordered best first under feasibility rules): each start at least ``CLUSTER`` of the
+    box from every start taken."""
+    cands = [best]
+    scale = np.maximum(problem.upper - problem.lower, 1e-12)
+    for j in range(pop.shape[1]):
+        if len(cands) >= starts:
+            break
+        p = pop[:, j]
+        if all(np.max(np.abs(p - c) / scale) > CLUSTER for c in cands):
+            cands.append(p)
+    return cands
+
+
+def refine_batch(problem, insts, M: np.ndarray, budget: Budget):
+    """The batched polish (:mod:`._newton`) of every instance's best point, margins 0,
+    1e-9 and 1e-6 in turn for the instances still unsettled.  Returns one ``(x, used,
+    settled)`` per instance: ``x`` the better of the start and a feasible candidate,
+    ``settled`` when Newton converged to a feasible point (no SLSQP needed)."""
+    from ._newton import polish_batch
+
+    X = np.stack([inst.x for inst in insts], axis=1)
+    B = X.shape[1]
+    nfev = np.array([inst.nfev for inst in insts], dtype=np.int64)
+    f, V = report_numpy(problem, X, M)
+    sgn = -1.0 if problem.maximize else 1.0
+
+    def keys(f_, V_):
+        fm = sgn * f_
+        return V_.sum(axis=0) if V_.size else np.zeros(f_.shape), np.where(np.isnan(fm),
+                                                                           np.inf, fm)
+
+    cv_b, fm_b = keys(f, V)
+    best = X.copy()
+    used = np.ones(B, dtype=np.int64)  # the float64 check of the start is an evaluation
+    settled = np.zeros(B, dtype=bool)
+    for margin in (0.0, 1e-9, 1e-6):
+        idx = np.flatnonzero(~settled)
+        if idx.size == 0:
+            break
+        # 2 kept: the check of the candidate here and finish's check of the final point
+        left = None if budget.total is None else budget.total - nfev[idx] - used[idx] - 2
+        xr, u, conv = polish_batch(problem, X[:, idx], M[:, idx], left, margin=margin)
+        used[idx] += u + 1
+        fr, Vr = report_numpy(problem, xr, M[:, idx])
+        feas = (Vr == 0).all(axis=0)
+        cv_r, fm_r = keys(fr, Vr)
+        win = feas & ((cv_r < cv_b[idx]) | ((cv_r == cv_b[idx]) & (fm_r < fm_b[idx])))
+        w = idx[win]
+        best[:, w], cv_b[w], fm_b[w] = xr[:, win], cv_r[win], fm_r[win]
+        settled[idx] = feas & conv
+    return [(best[:, b].copy(), int(used[b]), bool(settled[b])) for b in range(B)]
+
+
+def finish(problem, inst, pvec, budget: Budget, *, polish: bool, starts: int = 3,
+           unbounded=None, refined=None, deadline=None):
+    """Float64 check, polish (within the budget and the ``deadline``), exact check and
+    status of one instance.
+
+    ``inst`` is the driver's :class:`~constropt.engine._driver.Instance`; ``unbounded``
+    ``(verdict, evaluations)`` of :func:`diverges` computed beforehand within the budget
+    (batches probe many instances at once), or None to probe here when the budget
+    allows; ``refined`` the instance's entry of :func:`refine_batch` (then SLSQP runs
+    only where it did not settle).  Every ``feasible`` comes from the exact check
+    (:func:`._verify.certify`).  Returns ``(x, f, V, nfev, status, message, checked)``.
+    """
+    from ._verify import certify
+
+    best = inst.x
+    nfev = inst.nfev
+    if refined is not None:
+        best, used, settled = refined
+        nfev += used
+        polish = polish and not settled
+    f_best, V_best = check_point(problem, best, pvec)
+    nfev += 1  # the float64 check is an evaluation too
+    reason = inst.reason
+    if polish and problem.n <= 2000 and reason not in (Status.UNBOUNDED, Status.INTERRUPTED):
+        best, f_best, V_best, nfev, stopped = polish_stage(
+            problem, inst.population, best, f_best, V_best, pvec, budget.total, nfev,
+            starts=starts, deadline=deadline)
+        if stopped is not None:
+            reason = stopped
+    checked = certify(problem, best, pvec, f_best, V_best,  # exact arithmetic (Arb balls)
+                      budget=budget.left(nfev))
+    best, f_best, V_best = checked.x, checked.fun, checked.violations
+    nfev += checked.evaluations
+    feasible = checked.feasible
+    if reason is Status.INTERRUPTED:
+        status, message = reason, reason.value + checked.note
+    elif not feasible:
+        status = Status.INFEASIBLE
+        message = f"{Status.INFEASIBLE.value}{checked.note} (search ended: {reason.value})"
+    elif objective_verdict(problem, f_best) is not None:
+        status, message = objective_verdict(problem, f_best)
+    else:
+        status, message = reason, reason.value
+        fmin = -f_best if problem.maximize else f_best
+        flag = fmin <= -UNBOUNDED_LEVEL
+        if not flag and reason is not Status.TARGET:
+            if unbounded is not None:
+                flag, nfev = unbounded[0], nfev + unbounded[1]
+            elif problem.n <= 2000 and (budget.total is None or
+                                        nfev + probe_cost(problem) <= budget.total):
+                flag, used = diverges_one(problem, best, np.reshape(pvec, -1))
+                nfev += used
+        if flag and reason is not Status.TARGET:
+            status = Status.UNBOUNDED
+            message = (f"{Status.UNBOUNDED.value} (best objective {f_best:.3g}; the "
+                       "objective diverges inside the box or as x approaches its edge)")
+    if feasible and not (problem.objective.free_symbols & set(problem.variables)) and \
+            not problem.objective.atoms(sp.Indexed, sp.MatrixSymbol):
+        message += "; the objective is constant: any feasible point is optimal"
+    return best, f_best, V_best, nfev, status, message, checked
+
+
+def probe_cost(problem) -> int:
+    """Evaluations :func:`diverges` spends per instance."""
+    return 2 * int((~problem.integer).sum()) * (45 + 330) + 1
+
+
+def make_result(problem, inst, x, f, V, nfev, status, message, checked, *, seed, device,
+                timings):
+    """The :class:`Result` of one finished instance (``checked``: its exact check)."""
+    sign = -1.0 if problem.maximize else 1.0
+    feasible = checked.feasible
+    return Result(
+        x=point_dict(problem, x, checked.genes), x_array=x, variables=problem.variables, fun=f,
+        feasible=feasible, maxcv=float(V.max()) if V.size else 0.0, violations=V,
+        success=feasible and not status.failed, status=status, message=message,
+        nit=inst.nit, nfev=nfev, seed=seed, device=str(device), timings=timings,
+        history=History(inst.hist_nfev, sign * inst.hist_f, inst.hist_cv), problem=problem,
+        verification=checked.verification)
