@@ -21,7 +21,7 @@ from ._verdict import UNBOUNDED_LEVEL, check_point, objective_verdict, point_dic
 from ._verdict import diverges as diverges_one
 
 __all__ = ["Budget", "check_point", "diverges", "polish_from", "polish_stage", "finish",
-           "refine_batch", "point_dict", "UNBOUNDED_LEVEL"]
+           "verdict", "constant_note", "refine_batch", "point_dict", "UNBOUNDED_LEVEL"]
 
 @dataclass(frozen=True)
 class Budget:
@@ -203,7 +203,6 @@ def finish(problem, inst, pvec, budget: Budget, *, polish: bool, starts: int = 3
     only where it did not settle).  Every ``feasible`` comes from the exact check
     (:func:`._verify.certify`).  Returns ``(x, f, V, nfev, status, message, checked)``.
     """
-    from ._verify import certify
 
     best = inst.x
     nfev = inst.nfev
@@ -220,14 +219,32 @@ def finish(problem, inst, pvec, budget: Budget, *, polish: bool, starts: int = 3
             starts=starts, deadline=deadline)
         if stopped is not None:
             reason = stopped
+    best, f_best, V_best, nfev, status, message, checked = verdict(
+        problem, best, f_best, V_best, pvec, reason, nfev, budget.total, unbounded=unbounded)
+    return best, f_best, V_best, nfev, status, message + constant_note(problem, checked), \
+        checked
+
+
+def verdict(problem, best, f_best, V_best, pvec, reason, nfev: int, limit, *,
+            unbounded=None, box=None):
+    """The exact check and the status of a final point: the one copy of these rules, for
+    every mode.
+
+    ``reason`` is why the search (or polish) ended; ``limit`` the evaluation budget of
+    the whole run (None: none), of which ``nfev`` are spent; ``unbounded`` a
+    ``(verdict, evaluations)`` computed beforehand, or None to probe here (along
+    ``box``, default ``problem``) when the budget allows.  Every ``feasible`` comes from
+    :func:`._verify.certify`.  Returns ``(x, f, V, nfev, status, message, checked)``.
+    """
+    from ._verify import certify
+
     checked = certify(problem, best, pvec, f_best, V_best,  # exact arithmetic (Arb balls)
-                      budget=budget.left(nfev))
+                      budget=None if limit is None else limit - nfev)
     best, f_best, V_best = checked.x, checked.fun, checked.violations
     nfev += checked.evaluations
-    feasible = checked.feasible
     if reason is Status.INTERRUPTED:
         status, message = reason, reason.value + checked.note
-    elif not feasible:
+    elif not checked.feasible:
         status = Status.INFEASIBLE
         message = f"{Status.INFEASIBLE.value}{checked.note} (search ended: {reason.value})"
     elif objective_verdict(problem, f_best) is not None:
@@ -239,18 +256,23 @@ def finish(problem, inst, pvec, budget: Budget, *, polish: bool, starts: int = 3
         if not flag and reason is not Status.TARGET:
             if unbounded is not None:
                 flag, nfev = unbounded[0], nfev + unbounded[1]
-            elif problem.n <= 2000 and (budget.total is None or
-                                        nfev + probe_cost(problem) <= budget.total):
-                flag, used = diverges_one(problem, best, np.reshape(pvec, -1))
+            elif problem.n <= 2000 and (limit is None or nfev + probe_cost(problem) <= limit):
+                flag, used = diverges_one(problem if box is None else box, best,
+                                          np.reshape(pvec, -1))
                 nfev += used
         if flag and reason is not Status.TARGET:
             status = Status.UNBOUNDED
             message = (f"{Status.UNBOUNDED.value} (best objective {f_best:.3g}; the "
                        "objective diverges inside the box or as x approaches its edge)")
-    if feasible and not (problem.objective.free_symbols & set(problem.variables)) and \
-            not problem.objective.atoms(sp.Indexed, sp.MatrixSymbol):
-        message += "; the objective is constant: any feasible point is optimal"
     return best, f_best, V_best, nfev, status, message, checked
+
+
+def constant_note(problem, checked) -> str:
+    """What a message adds when the objective does not depend on the variables."""
+    if checked.feasible and not (problem.objective.free_symbols & set(problem.variables)) \
+            and not problem.objective.atoms(sp.Indexed, sp.MatrixSymbol):
+        return "; the objective is constant: any feasible point is optimal"
+    return ""
 
 
 def probe_cost(problem) -> int:

@@ -6,16 +6,14 @@ import time
 from dataclasses import replace
 
 import numpy as np
-import sympy as sp
 
 from .._errors import SolveFailedError
 from ._build import COMPILE_THRESHOLD, POLISH_TIME_SHARE, _problem_of, _seed
 from ._build import compile_choice as _compile_choice
-from ._finish import polish_from, polish_stage
+from ._finish import constant_note, polish_from, polish_stage, verdict
 from ._options import SolveOptions
 from ._result import History, Result, Status
-from ._verdict import UNBOUNDED_LEVEL, check_point, diverges, objective_verdict, point_dict
-from ._verify import certify
+from ._verdict import UNBOUNDED_LEVEL, check_point, point_dict
 
 __all__ = ["solve", "resume", "COMPILE_THRESHOLD", "UNBOUNDED_LEVEL", "check_point",
            "polish_from"]
@@ -190,37 +188,16 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
         rounds += 1
     t_check = time.perf_counter()
 
-    checked = certify(problem, best, pvec, f_best, V_best,  # exact arithmetic (Arb balls)
-                      budget=None if opts.max_evals is None else opts.max_evals - nfev)
-    best, f_best, V_best = checked.x, checked.fun, checked.violations
-    nfev += checked.evaluations
+    best, f_best, V_best, nfev, status, message, checked = verdict(
+        problem, best, f_best, V_best, pvec, reason, nfev, opts.max_evals, box=box)
     feasible = checked.feasible
-    if reason is Status.INTERRUPTED:
-        status, message = reason, reason.value + checked.note
-    elif not feasible:
-        status = Status.INFEASIBLE
-        message = f"{Status.INFEASIBLE.value}{checked.note} (search ended: {reason.value})"
-    elif objective_verdict(problem, f_best) is not None:
-        status, message = objective_verdict(problem, f_best)
-    else:
-        status = reason
-        message = reason.value
-        fmin = -f_best if problem.maximize else f_best
-        unbounded = fmin <= -UNBOUNDED_LEVEL
-        probe_cost = 2 * int((~problem.integer).sum()) * (45 + 330) + 1
-        if not unbounded and reason is not Status.TARGET and problem.n <= 2000 and (
-                opts.max_evals is None or nfev + probe_cost <= opts.max_evals):
-            unbounded, used = diverges(box, best, pvec)
-            nfev += used
-        if unbounded and reason is not Status.TARGET:
-            status = Status.UNBOUNDED
-            message = (f"{Status.UNBOUNDED.value} (best objective {f_best:.3g}; the "
-                       "objective diverges inside the box or as x approaches its edge)")
-        elif pressed is not None and not open_side(problem, *pressed):
+    if feasible and status is reason and reason is not Status.TARGET and \
+            pressed is not None:  # the box stopped expanding with the best point on a side
+        if not open_side(problem, *pressed):
             message += (f"; the best point presses on the search box side of "
                         f"{describe(problem, box, *pressed)}, short of the given bound: the "
                         "budget ended the box's expansion")
-        elif pressed is not None:
+        else:
             status = Status.UNBOUNDED
             message = (f"{Status.UNBOUNDED.value}: the best point presses on the default box "
                        f"side of {describe(problem, box, *pressed)} after {rounds} "
@@ -228,9 +205,7 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
                        f"improves beyond it (best objective {f_best:.6g}). The problem is "
                        "unbounded, or its optimum lies far outside the problem's scale: "
                        "pass bounds= to search there")
-    if feasible and not (problem.objective.free_symbols & set(problem.variables)) and \
-            not problem.objective.atoms(sp.Indexed, sp.MatrixSymbol):
-        message += "; the objective is constant: any feasible point is optimal"
+    message += constant_note(problem, checked)
     sign = -1.0 if problem.maximize else 1.0
     hist = History(*(np.concatenate([h[k] for h in hist]) for k in range(3)))
     hist = History(hist.nfev, sign * hist.fun, hist.cv)
