@@ -139,14 +139,14 @@ def test_compiled_evaluator_agrees_with_eager_blog_example2():
     torch.testing.assert_close(f_small, f_e[:1000], rtol=2e-6, atol=1e-4)
 
 
-def test_compiled_solve_compiles_each_function_exactly_once(monkeypatch):
+def test_compiled_solve_compiles_each_function_exactly_once():
     """The warm-up runs under the search's autograd mode (Dynamo guards on it: warming
     up with grad mode on compiled every function a second time for the search), and the
     initial population is evaluated eagerly, so a compiled solve compiles one graph (the
     generation step) once; later solves of any size and seed reuse it."""
     # a structure no other test uses: the process-wide compile cache is cold for it (the
     # step's code object may hold other problems' graphs: that is a new graph, not a
-    # recompile of this one, so error_on_recompile is armed after the first solve)
+    # recompile of this one, so the fail-on-recompile stance is armed after the first solve)
     problem = constropt.Problem(x**2 + 3 * sp.cos(y) + x * y / 7, [x + y <= 1.25],
                                 bounds={x: (-3, 3), y: (-3, 3)})
     graphs0 = _graphs()
@@ -154,9 +154,11 @@ def test_compiled_solve_compiles_each_function_exactly_once(monkeypatch):
                             max_generations=40)
     assert _graphs() - graphs0 == 1, "the compiled solve compiled more than one graph"
     assert first.timings["compile"] > 0
-    monkeypatch.setattr(torch._dynamo.config, "error_on_recompile", True)
-    again = constropt.solve(problem, compile=True, device="cpu", seed=5, pop_size=96,
-                            max_generations=40)
-    assert _graphs() - graphs0 == 1  # no recompile (error_on_recompile would raise)
+    # (a stance, not a patched Dynamo config entry: undoing that patch removed the entry
+    # for the rest of the process)
+    with torch.compiler.set_stance("fail_on_recompile"):
+        again = constropt.solve(problem, compile=True, device="cpu", seed=5, pop_size=96,
+                                max_generations=40)
+    assert _graphs() - graphs0 == 1  # no recompile (the stance would raise)
     for res in (first, again):
         assert res.feasible and np.isfinite(res.fun)
