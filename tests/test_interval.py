@@ -324,10 +324,9 @@ def test_enclosure_many_boxes():
     from constropt.lowering import _rt_numpy
     from constropt.lowering._codegen import compile_source, emit_function
 
-    names = {0: "x", 1: "y", 2: "z"}
-    # outputs named r<k>: the emitter's own temporaries are t<k>
+    # outputs named r<k>: the emitter's own temporaries are t<k> (variables x<k>)
     src = emit_function(_GRAPH, "f", "X, P", [(f"r{k}", r) for k, r in enumerate(_ROOTS)],
-                        "[" + ", ".join(f"r{k}" for k in range(len(_ROOTS))) + "]", names, {})
+                        "[" + ", ".join(f"r{k}" for k in range(len(_ROOTS))) + "]")
     ns = compile_source(src, {k: getattr(_rt_numpy, k) for k in dir(_rt_numpy)
                               if not k.startswith("_")}, "interval-test")
     rng = np.random.default_rng(1)
