@@ -42,7 +42,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _machine import LoadMonitor, Quiet, emit, fmt_load, header  # noqa: E402
 
 # the experiment's NumPy code, the anchor (one copy: the CLI's `bench` table uses it too)
-from constropt.interface._quickbench import blog_numpy  # noqa: E402
+from constropt.interface._quickbench import blog_numpy, median_time  # noqa: E402
 
 S_DEFAULT = 900_000
 GENES = 1000
@@ -63,21 +63,6 @@ def timed(fn, repeats: int, sync=None) -> float:
         t = median_time(fn, repeats, sync)
     LOADS.append(q.load)
     return t
-
-
-def median_time(fn, repeats: int, sync=None) -> float:
-    """Median wall time of ``fn()`` in seconds over ``repeats`` runs (after one warm-up)."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        if sync:
-            sync()
-        t0 = time.perf_counter()
-        fn()
-        if sync:
-            sync()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def ab(fa, fb, rounds: int, sync=None) -> tuple[float, float]:
