@@ -231,7 +231,8 @@ def _islands(problem, grp: _Group, dev, seed, opts, solve_options, named, S, m, 
                       user_hook=opts.on_generation)
     local = dict(solve_options)
     # restarts would make the evaluation counts (hence the max_evals stop) differ
-    local.update(restarts=0, throw=False, on_generation=None)
+    # migration exchanges torch tensors between ranks: the islands search on torch
+    local.update(restarts=0, throw=False, on_generation=None, backend="torch")
     if rank != 0:
         local["progress"] = False
     lopts = SolveOptions.from_kwargs(local)

@@ -104,6 +104,9 @@ class Result:
         The rigorous check of ``x``: per-constraint verdicts (``"satisfied"``,
         ``"violated"``, ``"undecided"``), what float64 said, ``fun_error`` (a proven
         bound on ``|fun - f(x)|``), whether the point was nudged to certify it.
+    backend : str
+        The array library the search ran on: ``"numpy"`` or ``"torch"`` (see the
+        ``backend`` option).
     """
 
     x: Any
@@ -128,6 +131,7 @@ class Result:
     certificate: Any = None
     problem: Any = field(default=None, repr=False, compare=False)
     verification: Any = None
+    backend: str = "torch"
 
     def __post_init__(self):
         object.__setattr__(self, "x", MappingProxyType(dict(self.x)))
