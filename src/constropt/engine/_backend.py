@@ -31,11 +31,12 @@ _COMPILED: dict = {}
 AUTO_CUDA_WORK = 200_000
 
 #: ``backend="auto"`` searches on NumPy (CPU, no compilation) while a generation handles
-#: fewer numbers than this (individuals x variables x instances).  Measured with
-#: ``benchmarks/backend_threshold.py`` (eager DE generation, NumPy against torch on one
-#: CPU thread): NumPy is faster up to tens of thousands of numbers, where per-operation
-#: overhead dominates; beyond, torch's multithreaded kernels win.
-NUMPY_MAX_WORK = 20_000
+#: fewer numbers than this (individuals x variables x instances); from there on
+#: ``compile="auto"`` compiles, which needs torch.  Measured with
+#: ``benchmarks/backend_threshold.py`` (eager DE generations on the CPU, interleaved): an
+#: eager NumPy generation cost 0.3-0.5x an eager torch one at every size from 120 to
+#: 200,000 numbers on the 2-core development machine, so NumPy serves all eager CPU work.
+NUMPY_MAX_WORK = 200_000
 
 
 def _cpu(device) -> bool:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import sys
 
 import array_api_compat as _compat
+import array_api_compat.numpy as _compat_np
 import numpy as np
 
 __all__ = ["namespace", "is_torch", "take", "put_rows", "median_low", "to_numpy",
@@ -30,24 +31,66 @@ __all__ = ["namespace", "is_torch", "take", "put_rows", "median_low", "to_numpy"
 BACKENDS = ("numpy", "torch")
 
 
+def _clip(x, /, min=None, max=None):
+    if min is not None:
+        x = np.maximum(x, min)
+    return x if max is None else np.minimum(x, max)
+
+
+class _NumPy:
+    """array-api-compat's NumPy namespace with its hottest functions bound straight to
+    NumPy: a small population's generation is a few hundred calls of microseconds
+    each, so a wrapper's argument checks would cost more than the arithmetic."""
+
+    clip = staticmethod(_clip)
+    concat = staticmethod(lambda arrays, /, axis=0: np.concatenate(arrays, axis=axis))
+    take = staticmethod(lambda x, indices, /, axis=None: np.take(x, indices, axis=axis))
+    astype = staticmethod(lambda x, dtype, /, copy=True: x.astype(dtype, copy=copy))
+    sum = staticmethod(lambda x, /, axis=None, keepdims=False: np.sum(x, axis=axis,
+                                                                     keepdims=keepdims))
+    argsort = staticmethod(lambda x, /, axis=-1, stable=True: np.argsort(
+        x, axis=axis, kind="stable" if stable else None))
+    where, minimum, maximum = (staticmethod(f) for f in (np.where, np.minimum, np.maximum))
+    zeros_like = staticmethod(lambda x, /, dtype=None, device=None: np.zeros_like(x, dtype))
+    ones_like = staticmethod(lambda x, /, dtype=None, device=None: np.ones_like(x, dtype))
+    full_like = staticmethod(lambda x, /, fill_value, dtype=None, device=None: np.full_like(
+        x, fill_value, dtype))
+    arange = staticmethod(lambda start, /, stop=None, step=1, dtype=None, device=None:
+                          np.arange(start, stop, step, dtype=dtype))
+
+    def __init__(self):
+        self.__name__ = _compat_np.__name__
+
+    def __getattr__(self, name):  # everything else: array-api-compat's, cached
+        value = getattr(_compat_np, name)
+        setattr(self, name, value)
+        return value
+
+
+_NP = _NumPy()
+
+
 def namespace(*arrays):
-    """The array-API namespace of ``arrays`` (array-api-compat's wrapper of NumPy or
-    torch)."""
+    """The array-API namespace of ``arrays``: array-api-compat's wrapper of torch, or of
+    NumPy with its hottest functions bound straight to NumPy."""
+    if isinstance(arrays[0], (np.ndarray, np.generic)):
+        return _NP
     return _compat.array_namespace(*arrays)
 
 
 def is_torch(x) -> bool:
     """Whether ``x`` is a torch tensor (without importing torch)."""
-    return _compat.is_torch_array(x)
+    return not isinstance(x, np.ndarray) and _compat.is_torch_array(x)
 
 
 def take(a, idx):
     """``a[..., idx]`` along the last axis, per instance: ``a`` (..., B?, S), ``idx``
     (B?, K); works unbatched (``idx`` (K,)) and batched alike."""
-    shape = tuple(a.shape[:a.ndim - idx.ndim]) + tuple(idx.shape)
-    if is_torch(a):
-        return a.gather(-1, idx.expand(shape))
-    return np.take_along_axis(a, np.broadcast_to(idx, shape), axis=-1)
+    if isinstance(a, np.ndarray):  # fancy indexing: cheaper than take_along_axis
+        if idx.ndim == 1:
+            return a[..., idx]
+        return a[..., np.arange(idx.shape[0])[:, None], idx]
+    return a.gather(-1, idx.expand(tuple(a.shape[:a.ndim - idx.ndim]) + tuple(idx.shape)))
 
 
 def put_rows(a, axis: int, rows, b):

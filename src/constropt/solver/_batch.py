@@ -149,8 +149,10 @@ def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None
     if opts.constraint_handling == "penalty":
         raise OptionError("solve_batch supports constraint_handling 'feasibility', "
                           "'epsilon' and 'death'")
-    from ..engine._backend import check_device
+    from ..engine._backend import check_device, choose_backend
 
+    if opts.backend == "numpy":  # a conflict is named before the device is checked
+        choose_backend("numpy", device, compile, 0)
     check_device(device)  # a bad device is reported before any work
     seed = _seed(seed)
     M, pdict = _param_matrix(problem, parameters)

@@ -76,9 +76,11 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
         the process, is timed as ``timings["import"]``.
     """
     t_start = time.perf_counter()
-    from ..engine._backend import check_device
+    from ..engine._backend import check_device, choose_backend
 
     opts = SolveOptions.from_kwargs(options)
+    if opts.backend == "numpy":  # a conflict is named before the device is checked
+        choose_backend("numpy", device, compile, 0)
     check_device(device)  # "auto" and "cpu" without importing torch
     dev = device
     seed = _seed(seed)
