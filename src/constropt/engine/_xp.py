@@ -70,12 +70,24 @@ class _NumPy:
 _NP = _NumPy()
 
 
+_TORCH: list = []  # array-api-compat's torch namespace, once imported
+
+
 def namespace(*arrays):
     """The array-API namespace of ``arrays``: array-api-compat's wrapper of torch, or of
-    NumPy with its hottest functions bound straight to NumPy."""
-    if isinstance(arrays[0], (np.ndarray, np.generic)):
+    NumPy with its hottest functions bound straight to NumPy.  Decided by the first
+    array's type alone (no cached lookup: ``torch.compile`` traces this call)."""
+    x = arrays[0]
+    if isinstance(x, (np.ndarray, np.generic)):
         return _NP
-    return _compat.array_namespace(*arrays)
+    if not _TORCH:
+        if not is_torch(x):
+            raise TypeError(f"the engine takes NumPy arrays or torch tensors, got "
+                            f"{type(x).__name__}")
+        import array_api_compat.torch as xp_torch
+
+        _TORCH.append(xp_torch)
+    return _TORCH[0]
 
 
 def is_torch(x) -> bool:
