@@ -36,7 +36,7 @@ def _problem(name):
 def test_both_backends_reach_known_optima(name, backend):
     rec = benchmarks.get(name)
     res = constropt.solve(_problem(name), seed=0, backend=backend, device="cpu")
-    assert res.backend == backend
+    assert res.backend == backend and res.to_dict()["backend"] == backend
     assert res.feasible and res.success
     assert abs(res.fun - rec.f_star) <= 1e-6 * abs(rec.f_star)
 

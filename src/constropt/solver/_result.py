@@ -229,7 +229,7 @@ class Result:
             "violations": self.violations.tolist(), "success": self.success,
             "status": self.status.name.lower(), "message": self.message, "nit": self.nit,
             "nfev": self.nfev, "seed": self.seed, "device": self.device,
-            "timings": dict(self.timings),
+            "backend": self.backend, "timings": dict(self.timings),
             "history": {"nfev": self.history.nfev.tolist(), "fun": self.history.fun.tolist(),
                         "cv": self.history.cv.tolist()},
             "cross_check": cc,
