@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["sbx", "polynomial_mutation", "repair"]
+__all__ = ["sbx", "line_sbx", "polynomial_mutation", "local_mutation", "repair"]
 
 
 def sbx(p1, p2, lower, upper, u, do_gene, swap, eta: float):
@@ -57,6 +57,28 @@ def sbx(p1, p2, lower, upper, u, do_gene, swap, eta: float):
     return torch.where(ok, c1, p1), torch.where(ok, c2, p2)
 
 
+def line_sbx(p1, p2, lower, upper, u, eta: float):
+    """Simulated binary crossover with one spread factor per pair (all genes cross, no
+    gene exchange): both children lie on the line through their parents.
+
+    Gene-wise SBX draws a spread factor per gene and sorts each gene's pair, which
+    breaks the correlation between genes: on a narrow feasible region that runs
+    diagonally to the axes (a ridge, an active constraint, an equality manifold) most
+    of its children land outside.  Sharing the factor keeps the parents' direction,
+    so children extend or interpolate along the region as the parents sample it.
+
+    ``p1``, ``p2`` (N, K); ``u`` (1, K) uniform numbers, one per pair; children are
+    clipped to the box.
+    """
+    e1 = 1.0 / (eta + 1.0)
+    beta = torch.where(u <= 0.5, (2.0 * u).clamp(min=0.0),
+                       1.0 / (2.0 * (1.0 - u)).clamp(min=1e-30)) ** e1
+    mid, half = 0.5 * (p1 + p2), 0.5 * (p1 - p2)
+    c1 = torch.minimum(torch.maximum(mid + beta * half, lower), upper)
+    c2 = torch.minimum(torch.maximum(mid - beta * half, lower), upper)
+    return c1, c2
+
+
 def polynomial_mutation(y, lower, upper, u, do_gene, eta: float):
     """Polynomial mutation, bounded variant (Deb and Goyal 1996).
 
@@ -75,6 +97,25 @@ def polynomial_mutation(y, lower, upper, u, do_gene, eta: float):
     dq = torch.where(lo_branch, r - 1.0, 1.0 - r)
     out = y + dq * width
     out = torch.minimum(torch.maximum(out, lower), upper)
+    return torch.where(do_gene, out, y)
+
+
+def local_mutation(y, lower, upper, u, do_gene, width, eta: float):
+    """Polynomial mutation on a local scale: steps of the unbounded polynomial
+    distribution times ``width`` (N, 1), the population's current spread per gene,
+    instead of the box width, then clipped to the box.
+
+    Late in a run the population has contracted around the optimum and a step of the
+    box's scale almost never lands closer; a step of the population's scale does (the
+    GA's counterpart of an evolution strategy's adapted step size).  ``u`` (N, K)
+    uniform numbers; ``do_gene`` (N, K) which genes mutate; ``y`` (N, K).
+    """
+    p = 1.0 / (eta + 1.0)
+    lo_branch = u < 0.5
+    base = torch.where(lo_branch, 2.0 * u, 2.0 * (1.0 - u)).clamp(min=0.0)
+    r = base ** p  # one power; r in [0, 1], near 1 for most u
+    dq = torch.where(lo_branch, r - 1.0, 1.0 - r)
+    out = torch.minimum(torch.maximum(y + dq * width, lower), upper)
     return torch.where(do_gene, out, y)
 
 

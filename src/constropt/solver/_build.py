@@ -51,12 +51,20 @@ def _problem_of(objective, constraints, variables, bounds, maximize, opts, optio
     return problem, problem.parameter_vector(None), time.perf_counter() - t0
 
 
+#: ``restarts="auto"`` with ``algorithm="ga"``: its population contracts faster than
+#: DE's, so it restarts (around the best point, see ``engine._ga.around``) on every
+#: problem, as often as the budget allows up to this many times.
+GA_RESTARTS = 10
+
+
 def default_restarts(problem, opts) -> int:
-    """``restarts="auto"``: none for small continuous problems without equalities (at
-    most 4 variables: one run and the polish solve them, measured on the collection), 3
-    otherwise."""
+    """``restarts="auto"``: for DE none for small continuous problems without equalities
+    (at most 4 variables: one run and the polish solve them, measured on the
+    collection), 3 otherwise; for the GA :data:`GA_RESTARTS`."""
     if opts.restarts != "auto":
         return opts.restarts
+    if opts.algorithm == "ga":
+        return GA_RESTARTS
     small = problem.n <= 4 and not problem.integer.any() and \
         not any(lf.kind == "eq" for lf in problem.leaves)
     return 0 if small else 3
@@ -231,7 +239,7 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
     if opts.target is not None:
         target = -opts.target if problem.maximize else opts.target
     term = Termination(
-        max_generations=opts.max_generations or (1000 if algorithm == "ga" else 3000),
+        max_generations=opts.max_generations or 3000,
         max_evals=budget.search, time_limit=time_limit, target=target,
         stagnation=opts.stagnation, ftol=opts.ftol, check_every=opts.check_every,
         # integer plateaus make equal objectives common long before the search is done;
