@@ -45,7 +45,8 @@ class Termination:
     polish's share is kept apart by the caller.  ``target`` is in minimization sense.
     ``collapse``: stop when the population is feasible and its objectives agree to
     ``ftol``.  ``restarts``: on stagnation start again (best point kept) this many times
-    while the budget allows.
+    while the budget allows; with ``restart_while_improving`` only while the previous
+    restart improved the best point (the GA's many cheap restarts stop paying early).
     """
 
     max_generations: int
@@ -57,6 +58,7 @@ class Termination:
     check_every: int = 10
     collapse: bool = True
     restarts: int = 0
+    restart_while_improving: bool = False
 
 
 def improved(f, cv, f_old, cv_old, ftol):
@@ -381,14 +383,30 @@ class Driver:
             room = np.ones(ids.size, dtype=bool) if term.max_evals is None else \
                 st.nfev.numpy()[ids] + (term.stagnation + 1) * S <= term.max_evals
             again = conv & room & (st.restarts.numpy()[ids] < term.restarts)
+            if term.restart_while_improving:
+                again &= self._paid(ids, f, cv)
             if again.any():
                 self._restart(pos[again], ids[again])
                 code[again] = 0
         for c in np.unique(code[code > 0]):
             self._finish(pos[code == c], CODES[c])
 
+    def _paid(self, ids, f, cv):
+        """Per instance: no restart yet, or the best improved since the last one (host
+        record, not in checkpoints: a resumed run may restart once more)."""
+        rec = getattr(self, "_at_restart", None)
+        if rec is None:
+            B = self.state.code.shape[0]
+            rec = self._at_restart = (np.full(B, np.inf), np.full(B, np.inf))
+        r_f, r_cv = rec[0][ids], rec[1][ids]
+        first = ~np.isfinite(r_f) & ~np.isfinite(r_cv)
+        return first | improved(f, cv, r_f, r_cv, self.term.ftol)
+
     def _restart(self, pos, ids) -> None:
         st = self.state
+        rec = getattr(self, "_at_restart", None)
+        if rec is not None:
+            rec[0][ids], rec[1][ids] = st.last_f.numpy()[ids], st.last_cv.numpy()[ids]
         X1 = self.new_population(len(pos))
         sel = torch.as_tensor(pos, device=X1.device)
         st.alg = self.algorithm.restart(st.alg, sel, X1, st.best.x.index_select(1, sel))

@@ -53,7 +53,8 @@ def _problem_of(objective, constraints, variables, bounds, maximize, opts, optio
 
 #: ``restarts="auto"`` with ``algorithm="ga"``: its population contracts faster than
 #: DE's, so it restarts (around the best point, see ``engine._ga.around``) on every
-#: problem, as often as the budget allows up to this many times.
+#: problem, up to this many times while the budget allows and each restart improved
+#: the best point.
 GA_RESTARTS = 10
 
 
@@ -245,7 +246,8 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
         # integer plateaus make equal objectives common long before the search is done;
         # with a consensus (islands) each rank's own population cannot decide a stop
         collapse=not problem.integer.any() and consensus is None,
-        restarts=default_restarts(problem, opts))
+        restarts=default_restarts(problem, opts),
+        restart_while_improving=algorithm == "ga" and opts.restarts == "auto")
     compile_s = 0.0
     if use_compile:  # warm the compiled step once, outside the search clock, under the
         t0 = time.perf_counter()  # search's autograd mode (Dynamo guards on it)
