@@ -263,7 +263,9 @@ def _engine(algorithm, handling="feasibility"):
     lower = torch.full(shape, -3.0, dtype=dt)
     upper = torch.full(shape, 3.0, dtype=dt)
     integer = torch.zeros(shape, dtype=torch.bool)
-    gen = torch.Generator().manual_seed(0)
+    from constropt.engine._xp import Random
+
+    gen = Random("torch", 0)  # the engine's seeded generator (a torch.Generator inside)
     S = 12
     if algorithm == "ga":
         cfg = _ga.GAConfig(pop_size=S)
