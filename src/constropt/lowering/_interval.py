@@ -31,8 +31,8 @@ from ._xp import ops
 __all__ = ["IntervalProgram", "reachable"]
 
 inf = math.inf
-_BINARY = {"div": ri.div, "pow": ri.pow, "atan2": ri.atan2, "mod": ri.mod,
-           "min": ri.minimum, "max": ri.maximum, "heaviside": rl.heaviside}
+_BINARY = {"div": ri.div, "pow": ri.pow, "atan2": rl.atan2, "mod": rl.mod,
+           "min": rl.minimum, "max": rl.maximum, "heaviside": rl.heaviside}
 _FN = {k: getattr(ri, k) for k in (
     "exp", "sin", "cos", "tan", "atan", "sinh", "cosh", "tanh", "asinh", "abs", "floor",
     "ceil", "sign", "asin", "acos", "acosh", "atanh", "log", "sqrt", "rsqrt")}
@@ -305,9 +305,16 @@ def _inv_mul(t: Iv, o: Iv) -> Iv:
 
 
 def _root(v, k: float, up: bool):
-    """``|v| ** (1/k)`` rounded outward (for the magnitudes of targets)."""
+    """``|v| ** (1/k)`` rounded outward (for the magnitudes of targets).  Square roots
+    and reciprocals use the correctly rounded operations (the same bits on NumPy and
+    torch), other powers the library's ``pow`` (widened like a transcendental)."""
     xp = ops(v)
-    r = xp.abs(v) ** (1.0 / k)
+    if k == 2:
+        r = xp.sqrt(xp.abs(v))
+    elif k == -1:
+        r = 1.0 / xp.abs(v)
+    else:
+        r = xp.abs(v) ** (1.0 / k)
     return ri.wup(r) if up else xp.clamp(ri.wdown(r), min=0.0)
 
 

@@ -1,17 +1,79 @@
-"""Inclusion functions for selections, comparisons, logic and reductions over vector
-variables (the numeric ones are in :mod:`._rt_interval`, whose conventions hold here)."""
+"""Inclusion functions for two-argument functions (``atan2``, ``Mod``, ``Min``/``Max``),
+selections, comparisons, logic and reductions over vector variables (the one-argument
+and arithmetic ones are in :mod:`._rt_interval`, whose conventions hold here)."""
 
 from __future__ import annotations
 
 import math
 
-from ._rt_interval import Bv, Iv, _eps, _tiny, down, empty_of, finish, mul2, up
+from ._rt_interval import (
+    Bv,
+    Iv,
+    _eps,
+    _tiny,
+    down,
+    empty_of,
+    finish,
+    mul2,
+    point,
+    sub,
+    up,
+    wdown,
+    wup,
+)
 from ._xp import ops
 
-__all__ = ["heaviside", "where", "where_bool", "cmp", "and_", "or_", "not_", "xor", "isnan",
-           "const_bool", "rsum", "rprod"]
+__all__ = ["atan2", "mod", "minimum", "maximum", "heaviside", "where", "where_bool", "cmp",
+           "and_", "or_", "not_", "xor", "isnan", "const_bool", "rsum", "rprod"]
 
 inf = math.inf
+
+
+def atan2(y: Iv, x: Iv) -> Iv:
+    """Corners where the box avoids the origin and the branch cut (x <= 0, y = 0)."""
+    xp = ops(y.lo)
+    cut = (x.lo <= 0) & (y.lo <= 0) & (y.hi >= 0)
+    cs = [xp.atan2(yy, xx) for yy in (y.lo, y.hi) for xx in (x.lo, x.hi)]
+    lo = wdown(xp.minimum(xp.minimum(cs[0], cs[1]), xp.minimum(cs[2], cs[3])))
+    hi = wup(xp.maximum(xp.maximum(cs[0], cs[1]), xp.maximum(cs[2], cs[3])))
+    pi_hi = up(xp.full_like(lo, math.pi))
+    lo = xp.where(cut, -pi_hi, lo)
+    hi = xp.where(cut, pi_hi, hi)
+    origin = (x.lo <= 0) & (x.hi >= 0) & (y.lo <= 0) & (y.hi >= 0)
+    return finish(lo, hi, x.nan | y.nan | origin, empty_of(x) | empty_of(y))
+
+
+def mod(a: Iv, b: Iv) -> Iv:
+    """sympy ``Mod``: ``[0, b)`` for ``b > 0``, ``(b, 0]`` for ``b < 0``; exact shift
+    when a point divisor leaves the quotient's floor constant."""
+    xp = ops(a.lo)
+    pointb = b.lo == b.hi
+    safe_b = xp.where(pointb & (b.lo != 0), b.lo, 1.0)
+    qa, qb = xp.floor(a.lo / safe_b), xp.floor(a.hi / safe_b)
+    k = xp.minimum(qa, qb)
+    sh = sub(a, mul2(point(k, a.lo), point(safe_b, a.lo)))
+    # the shift is exact when a - k*b lies in [0, b) (b > 0) or (b, 0] (b < 0) throughout
+    inside = xp.where(safe_b > 0, (sh.lo >= 0) & (sh.hi < safe_b),
+                      (sh.hi <= 0) & (sh.lo > safe_b))
+    same = pointb & (qa == qb) & xp.isfinite(qa) & (b.lo != 0) & inside
+    lo = xp.where(b.lo > 0, 0.0, xp.where(b.hi < 0, down(b.lo), xp.clamp(b.lo, max=0.0)))
+    hi = xp.where(b.lo > 0, up(b.hi), xp.where(b.hi < 0, 0.0, xp.clamp(b.hi, min=0.0)))
+    lo = xp.where(same, xp.maximum(sh.lo, lo), lo)
+    hi = xp.where(same, xp.minimum(sh.hi, hi), hi)
+    zero_in = (b.lo <= 0) & (b.hi >= 0)
+    return finish(lo, hi, a.nan | b.nan | zero_in, empty_of(a) | empty_of(b))
+
+
+def minimum(a: Iv, b: Iv) -> Iv:
+    xp = ops(a.lo)
+    return finish(xp.minimum(a.lo, b.lo), xp.minimum(a.hi, b.hi), a.nan | b.nan,
+                  empty_of(a) | empty_of(b))
+
+
+def maximum(a: Iv, b: Iv) -> Iv:
+    xp = ops(a.lo)
+    return finish(xp.maximum(a.lo, b.lo), xp.maximum(a.hi, b.hi), a.nan | b.nan,
+                  empty_of(a) | empty_of(b))
 
 
 def heaviside(a: Iv, h0: Iv) -> Iv:

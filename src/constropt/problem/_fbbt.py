@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._errors import OptionError
 from ..lowering._xp import ops
 from ._constraints import AllOf, Leaf
 
@@ -135,7 +136,7 @@ def propagate(layout, constraints, lo, hi, integer, eq_tol: float, pvec=None,
         P = tuple(map(torch.as_tensor, P)) if isinstance(P, tuple) else torch.as_tensor(P)
         L, H, integ = torch.as_tensor(L), torch.as_tensor(H), torch.as_tensor(integ)
     elif backend != "numpy":
-        raise ValueError(f"backend must be 'numpy' or 'torch', not {backend!r}")
+        raise OptionError(f"propagate: backend must be 'numpy' or 'torch', not {backend!r}")
     xp = ops(L)
     targets = model.leaf_targets(eq_tol)
     done = 0
