@@ -34,7 +34,6 @@ SCRIPT = textwrap.dedent(r'''
     from constropt import benchmarks
 
     warnings.simplefilter("ignore")
-    NO_NUMPY_DERIVATIVES = {NO_DERIV}
     x, y, z = sp.symbols("x y z")
     g = sp.IndexedBase("g", shape=(1000,), integer=True)
     i = sp.Idx("i", 1000)
@@ -72,8 +71,6 @@ SCRIPT = textwrap.dedent(r'''
         pts = lo + rng.uniform(0, 1, (7, p.n)) * (hi - lo)
         ev = p.evaluate(pts)
         assert ev.fun.shape == (7,) and isinstance(ev.fun, np.ndarray), name
-        if name in NO_NUMPY_DERIVATIVES:
-            continue
         P = p.parameter_vector().reshape(-1, 1)
         grad, jac = p.lowering.derivatives("numpy")(pts.T.copy(), P)
         assert np.shape(grad) == (p.n, 7) and isinstance(grad, np.ndarray), name
@@ -81,16 +78,11 @@ SCRIPT = textwrap.dedent(r'''
     print("OK", len(problems))
 ''')
 
-#: Problems whose NumPy derivatives still go through torch autograd (vector variables).
-NO_DERIV = {"blog1"}
-
-
 def test_no_torch_import_on_the_numpy_path():
     env = dict(os.environ)
     src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
     env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
-    code = SCRIPT.replace("{NO_DERIV}", repr(NO_DERIV))
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+    out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
                          text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip().splitlines()[-1] == "OK 10"
