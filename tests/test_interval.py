@@ -374,9 +374,11 @@ def test_vector_sum_and_product():
 
 
 @pytest.mark.slow
-def test_enclosure_many_boxes():
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
+def test_enclosure_many_boxes(backend):
     """A million float32 boxes against float64 evaluation (error ~1e-16, far below the
-    float32 enclosures' ulp), and 3000 float64 boxes against mpmath."""
+    float32 enclosures' ulp), and 3000 float64 boxes against mpmath; the inclusion
+    functions on torch tensors and on NumPy arrays."""
     from constropt.lowering import _rt_numpy
     from constropt.lowering._codegen import compile_source, emit_function
 
@@ -393,15 +395,20 @@ def test_enclosure_many_boxes():
         w = rng.choice([0.0, 1e-6, 0.01, 1.0]) * rng.uniform(0, 1, (3, B))
         lo32 = torch.tensor(c - w, dtype=torch.float32)
         hi32 = torch.tensor(c + w, dtype=torch.float32)
-        vals = _PROGRAM.forward(lo32, hi32, torch.zeros(0, dtype=torch.float64))
+        if backend == "numpy":
+            with np.errstate(all="ignore"):
+                vals = _PROGRAM.forward(lo32.numpy(), hi32.numpy(), np.zeros(0))
+        else:
+            vals = _PROGRAM.forward(lo32, hi32, torch.zeros(0, dtype=torch.float64))
         for p in sample_points(lo32, hi32, _FRACS):
             with np.errstate(all="ignore"):
                 ref = ns["f"](p.double().numpy(), np.zeros(0))
             for e, r, fv in zip(EXPRS, _ROOTS, ref):
                 iv = vals[r]
                 fv = np.broadcast_to(np.asarray(fv, dtype=np.float64), (B,))
-                lo, hi = iv.lo.double().numpy(), iv.hi.double().numpy()
-                nan = np.broadcast_to(iv.nan.numpy(), (B,))
+                lo = np.broadcast_to(_np(iv.lo).astype(np.float64), (B,))
+                hi = np.broadcast_to(_np(iv.hi).astype(np.float64), (B,))
+                nan = np.broadcast_to(_np(iv.nan), (B,))
                 ok = np.where(np.isnan(fv), nan, (lo <= fv) & (fv <= hi))
                 # float64 itself is off by a few ulps of float64: allow that much
                 near = np.isfinite(fv) & (np.abs(np.clip(fv, lo, hi) - fv)
@@ -411,7 +418,7 @@ def test_enclosure_many_boxes():
     for _ in range(60):
         lo_np = rng.uniform(-4, 4, (3, 50))
         hi_np = lo_np + rng.choice([0.0, 1e-9, 0.1, 2.0]) * rng.uniform(0, 1, (3, 50))
-        check_enclosure(lo_np, hi_np, torch.float64)
+        check_enclosure(lo_np, hi_np, torch.float64, backend)
 
 
 SMOOTH_EXPRS = [

@@ -169,7 +169,9 @@ class Lowering:
 
     @property
     def derivative_method(self) -> str:
-        """``"symbolic"`` (sympy, scalar variables) or ``"autograd"`` (torch, otherwise)."""
+        """``"symbolic"`` (sympy, scalar variables) or ``"autograd"`` (otherwise: the
+        generated code differentiated, by torch autograd on the torch backend and by
+        forward mode on the NumPy backend)."""
         try:
             self.derivative_source()
         except UnsupportedExpressionError:
