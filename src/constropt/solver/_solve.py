@@ -9,7 +9,6 @@ import numpy as np
 
 from .._errors import SolveFailedError
 from ._build import COMPILE_THRESHOLD, POLISH_TIME_SHARE, _problem_of, _seed
-from ._build import compile_choice as _compile_choice
 from ._finish import constant_note, polish_from, polish_stage, verdict
 from ._options import SolveOptions
 from ._result import History, Result, Status
@@ -17,8 +16,6 @@ from ._verdict import UNBOUNDED_LEVEL, check_point, point_dict
 
 __all__ = ["solve", "resume", "COMPILE_THRESHOLD", "UNBOUNDED_LEVEL", "check_point",
            "polish_from"]
-
-_ = (_compile_choice, POLISH_TIME_SHARE, _seed)  # kept importable from here
 
 def _run_round(box, ropts, dev, dtype, seed, compile, pvec, *, resume, settings, deadline,
                search_deadline):
