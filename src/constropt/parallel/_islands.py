@@ -113,7 +113,9 @@ def solve_islands(objective, constraints=(), *, migrate_every=20, migrants=2,
         the polish stage.
     backend : str, optional
         Process-group backend when this function creates the group: ``"gloo"`` for CPU
-        devices and ``"nccl"`` for CUDA ones by default.
+        devices and ``"nccl"`` for CUDA ones by default.  (Not the array backend of
+        :func:`constropt.solve`: islands always search on torch, whose tensors the
+        migration sends between ranks.)
     seed : int, optional
         Base seed; rank ``r`` uses ``seed + r``.  Drawn on rank 0 and broadcast when
         None (the result records it, so the run can be repeated); rank 0's value is

@@ -104,9 +104,9 @@ class Result:
         The rigorous check of ``x``: per-constraint verdicts (``"satisfied"``,
         ``"violated"``, ``"undecided"``), what float64 said, ``fun_error`` (a proven
         bound on ``|fun - f(x)|``), whether the point was nudged to certify it.
-    backend : str
+    backend : str or None
         The array library the search ran on: ``"numpy"`` or ``"torch"`` (see the
-        ``backend`` option).
+        ``backend`` option); None when no search ran (an infeasibility proof).
     """
 
     x: Any
@@ -131,7 +131,7 @@ class Result:
     certificate: Any = None
     problem: Any = field(default=None, repr=False, compare=False)
     verification: Any = None
-    backend: str = "torch"
+    backend: str | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "x", MappingProxyType(dict(self.x)))
