@@ -147,10 +147,34 @@ def resolve_dtype(dtype, device, work: int):
 
 
 def compiled(fn, key):
-    """``torch.compile(fn, dynamic=True)``, cached by ``key`` for the whole process."""
+    """``torch.compile(fn, dynamic=True)``, cached by ``key`` for the whole process.
+
+    Each key compiles its own copy of ``fn``'s code object.  Dynamo keeps its cache on
+    the code object and allows a few entries per code object
+    (``torch._dynamo.config.recompile_limit``, 8) before it runs that code eagerly: every
+    problem's step is the same closure code over a different generated fitness, so
+    without the copy a process that solves a ninth structure would silently lose
+    compilation.
+    """
     import torch
 
     hit = _COMPILED.get(key)
     if hit is None:
-        hit = _COMPILED[key] = torch.compile(fn, dynamic=True)
+        hit = _COMPILED[key] = torch.compile(_own_code(fn, len(_COMPILED)), dynamic=True)
     return hit
+
+
+def _own_code(fn, k: int):
+    """``fn`` with a code object of its own (same body, closure, defaults and globals);
+    callables that are not plain functions are returned as they are."""
+    import types
+
+    if not isinstance(fn, types.FunctionType):
+        return fn
+    code = fn.__code__.replace(co_name=f"{fn.__code__.co_name}__k{k}")
+    out = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__,
+                             fn.__closure__)
+    out.__kwdefaults__ = fn.__kwdefaults__
+    out.__dict__.update(fn.__dict__)
+    out.__wrapped_source__ = fn  # where it came from, for debugging
+    return out
