@@ -69,3 +69,27 @@ def test_bad_batch_input(disc):
         constropt.solve_batch(p, {r: [1.0, 2.0], c: [1.0, 2.0, 3.0]})
     with pytest.raises(OptionError, match="does not support restarts"):
         constropt.solve_batch(disc, {r: [1.0]}, restarts=2)
+
+
+def test_unboundedness_probe_is_vectorized_over_instances(monkeypatch):
+    # diverges_many must give, column by column, what the one-point probe gives, however
+    # the instances are grouped (each group is one evaluation per probe step)
+    from constropt.solver import _verdict
+
+    p = constropt.Problem(c * sp.log(x), [x > 0, x <= 1], bounds={x: (0, 1)},
+                          parameters={c: 1.0})
+    q = constropt.Problem(-1 / (c - x), [x < c], bounds={x: (-5, 5)}, parameters={c: 1.0})
+    # c*log(x) diverges at the edge x -> 0+ for c > 0 (seen from a point on the edge);
+    # -1/(c - x) at the constraint x -> c (seen from afar: the bisection ends within
+    # 2**-32 of the box width, too coarse near it to see the pole grow by 1e6)
+    cases = [(p, [1e-300, 1.0, 0.5, 1e-300], [1.0, -1.0, 1.0, -1.0], [True, False, False, False]),
+             (q, [0.999, -2.0, 2.999], [1.0, 1.0, 3.0], [False, True, False])]
+    for prob, xs, cs, want in cases:
+        X, M = np.array([xs]), np.array([cs])
+        one = [_verdict.diverges(prob, X[:, b], M[:, b]) for b in range(X.shape[1])]
+        assert [v for v, _ in one] == want
+        for group_points in (1, 1 << 18):  # one instance per group, then all in one group
+            monkeypatch.setattr(_verdict, "_PROBE_POINTS", group_points)
+            v, used = _verdict.diverges_many(prob, X, M)
+            assert v.tolist() == want
+            assert used.tolist() == [u for _, u in one]

@@ -17,7 +17,7 @@ import sympy as sp
 from .._errors import OptionError
 from ..problem._evaluate import report_numpy
 from ._result import History, Result, Status
-from ._verdict import UNBOUNDED_LEVEL, check_point, objective_verdict, point_dict
+from ._verdict import UNBOUNDED_LEVEL, check_point, diverges_many, objective_verdict, point_dict
 from ._verdict import diverges as diverges_one
 
 __all__ = ["Budget", "check_point", "diverges", "polish_from", "polish_stage", "finish",
@@ -56,10 +56,9 @@ class Budget:
 
 def diverges(problem, X: np.ndarray, M: np.ndarray):
     """:func:`._verdict.diverges` for every column of ``X`` (N, B) with parameters ``M``
-    (n_params, B).  Returns ``(verdict (B,) bool, points evaluated (B,) int)``."""
-    out = [diverges_one(problem, X[:, b], M[:, b]) for b in range(X.shape[1])]
-    return (np.array([v for v, _ in out], dtype=bool),
-            np.array([u for _, u in out], dtype=np.int64))
+    (n_params, B), vectorized over the instances (:func:`._verdict.diverges_many`).
+    Returns ``(verdict (B,) bool, points evaluated (B,) int)``."""
+    return diverges_many(problem, X, M)
 
 
 def _key(problem, f: float, V: np.ndarray):
