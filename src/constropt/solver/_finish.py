@@ -169,7 +169,7 @@ def refine_batch(problem, insts, M: np.ndarray, budget: Budget):
                                                                            np.inf, fm)
 
     cv_b, fm_b = keys(f, V)
-    best = X.copy()
+    best, f_b, V_b = X.copy(), f.copy(), V.copy()
     used = np.ones(B, dtype=np.int64)  # the float64 check of the start is an evaluation
     settled = np.zeros(B, dtype=bool)
     for margin in (0.0, 1e-9, 1e-6):
@@ -186,8 +186,10 @@ def refine_batch(problem, insts, M: np.ndarray, budget: Budget):
         win = feas & ((cv_r < cv_b[idx]) | ((cv_r == cv_b[idx]) & (fm_r < fm_b[idx])))
         w = idx[win]
         best[:, w], cv_b[w], fm_b[w] = xr[:, win], cv_r[win], fm_r[win]
+        f_b[w], V_b[:, w] = fr[win], Vr[:, win]
         settled[idx] = feas & conv
-    return [(best[:, b].copy(), int(used[b]), bool(settled[b])) for b in range(B)]
+    return [(best[:, b].copy(), int(used[b]), bool(settled[b]), float(f_b[b]),
+             V_b[:, b].copy()) for b in range(B)]
 
 
 def finish(problem, inst, pvec, budget: Budget, *, polish: bool, starts: int = 3,
@@ -199,18 +201,20 @@ def finish(problem, inst, pvec, budget: Budget, *, polish: bool, starts: int = 3
     ``(verdict, evaluations)`` of :func:`diverges` computed beforehand within the budget
     (batches probe many instances at once), or None to probe here when the budget
     allows; ``refined`` the instance's entry of :func:`refine_batch` (then SLSQP runs
-    only where it did not settle).  Every ``feasible`` comes from the exact check
+    only where it did not settle; its float64 check of ``x`` is reused).  Every
+    ``feasible`` comes from the exact check
     (:func:`._verify.certify`).  Returns ``(x, f, V, nfev, status, message, checked)``.
     """
 
     best = inst.x
     nfev = inst.nfev
     if refined is not None:
-        best, used, settled = refined
+        best, used, settled, f_best, V_best = refined
         nfev += used
         polish = polish and not settled
-    f_best, V_best = check_point(problem, best, pvec)
-    nfev += 1  # the float64 check is an evaluation too
+    else:
+        f_best, V_best = check_point(problem, best, pvec)
+    nfev += 1  # the float64 check is an evaluation too (refine_batch kept room for it)
     reason = inst.reason
     if polish and problem.n <= 2000 and reason not in (Status.UNBOUNDED, Status.INTERRUPTED):
         best, f_best, V_best, nfev, stopped = polish_stage(
@@ -266,10 +270,18 @@ def verdict(problem, best, f_best, V_best, pvec, reason, nfev: int, limit, *,
     return best, f_best, V_best, nfev, status, message, checked
 
 
+_CONSTANT: dict = {}  # id(problem) -> (problem, objective is constant): a batch asks B times
+
+
 def constant_note(problem, checked) -> str:
     """What a message adds when the objective does not depend on the variables."""
-    if checked.feasible and not (problem.objective.free_symbols & set(problem.variables)) \
-            and not problem.objective.atoms(sp.Indexed, sp.MatrixSymbol):
+    hit = _CONSTANT.get(id(problem))
+    if hit is None or hit[0] is not problem:
+        const = not (problem.objective.free_symbols & set(problem.variables)) and \
+            not problem.objective.atoms(sp.Indexed, sp.MatrixSymbol)
+        _CONSTANT.clear()  # one problem at a time: no growth, no stale ids
+        hit = _CONSTANT[id(problem)] = (problem, const)
+    if checked.feasible and hit[1]:
         return "; the objective is constant: any feasible point is optimal"
     return ""
 
