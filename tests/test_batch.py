@@ -95,3 +95,35 @@ def test_unboundedness_probe_is_vectorized_over_instances(monkeypatch):
             v, used = _verdict.diverges_many(prob, X, M)
             assert v.tolist() == want
             assert used.tolist() == [u for _, u in one]
+
+
+def test_benchmark_sweeps_with_the_batch_defaults_are_exact_and_verified():
+    # the two sweeps of benchmarks/batch.py, fewer instances: a polished batch searches
+    # in float32 with ftol 1e-6 and pop_size max(20, 8n); the float64 Newton polish
+    # must still bring every instance to its optimum, certified feasible
+    from constropt.solver._batch import BATCH_FTOL, batch_defaults
+
+    disc = constropt.Problem(x + 2 * y, [(x - 1)**2 + (y + 1)**2 <= r**2],
+                             bounds={x: (-10, 10), y: (-10, 10)}, parameters={r: 1.0})
+    assert batch_defaults(disc, {}, None) == ({"pop_size": 20, "ftol": BATCH_FTOL}, "float32")
+    assert batch_defaults(disc, {"polish": False}, None) == ({"polish": False}, None)
+    radii = np.linspace(0.5, 5.0, 40)
+    br = constropt.solve_batch(disc, {r: radii}, seed=0)
+    # 1e-7: the polish ends on the circle or 1e-9 inside it (its strict margin)
+    np.testing.assert_allclose(br.fun, -1.0 - radii * math.sqrt(5.0), rtol=0, atol=1e-7)
+    assert br.success.all() and all(res.verification.feasible for res in br)
+
+    z = sp.Symbol("z")
+    f = x**2 + 2 * y**2 + 3 * z**2 + 4 * x * y - 5 * y * z
+    blog2 = constropt.Problem(f, [x >= 1, y > 3, y <= 7, z < 0, x + y + z >= 3,
+                                  x**2 + z**2 <= r**2], maximize=True,
+                              bounds={x: (1, 25), z: (-25, 0)}, parameters={r: 3.0})
+    radii = np.array([2.0, 3.5, 5.0])
+    br = constropt.solve_batch(blog2, {r: radii}, seed=0)
+    assert br.success.all() and all(res.verification.feasible for res in br)
+    for res, rad in zip(br, radii):  # the optimum has y = 7 and x on the circle
+        xs, zs = res.x[x], res.x[z]
+        assert res.x[y] == pytest.approx(7.0, abs=1e-7)
+        assert xs**2 + zs**2 == pytest.approx(rad**2, abs=1e-6)
+        best = constropt.solve(blog2, seed=1, parameters={r: rad})
+        assert res.fun == pytest.approx(best.fun, abs=1e-6)  # solve: 3 polish starts
