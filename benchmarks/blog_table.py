@@ -456,7 +456,7 @@ def example_1(S: int, repeats: int, table: Table, devices):
             t = timed(lambda: fit(data), repeats, sync)
             table.add(ex, f"constropt {call}" + tag, desc, t, t_np, nbytes, compile_s=tc,
                       check=check_sum(ref, got),
-                      note="compiled; int8 genes, float32 accumulator (exact below 2**24)")
+                      note="compiled; int8 genes, int32 accumulator, float32 result")
             _, hname, hfn = best[layout]
             mh, mk = ab(lambda: hfn(data), lambda: fit(data), max(6, 2 * repeats), sync)
             table.add(ex, f"constropt {call}, A/B" + tag, desc, mk, t_np, nbytes, check="ok",

@@ -144,6 +144,21 @@ def test_int8_genes_sum_exactly():
     np.testing.assert_array_equal(got_c.numpy().astype(np.int64), want)
 
 
+def test_int8_sums_beyond_float32_exactness_are_exact():
+    """8-bit genes accumulate in int32: a sum past 2**24 (where float32 holds only even
+    integers) is the exact integer rounded once to float32."""
+    n = 140_000
+    g = sp.IndexedBase("g", shape=(n,), integer=True)
+    i = sp.Symbol("i", integer=True)
+    problem = constropt.Problem(sp.Sum(g[i], (i, 0, n - 1)), [], bounds={g: (-128, 127)})
+    pop = np.full((2, n), 127, dtype=np.int8)
+    pop[1, :1001] = -128
+    want = pop.sum(axis=1, dtype=np.int64)  # 17,780,000 and 17,524,745 (odd): > 2**24
+    assert (want > 2**24).all() and want[1] % 2 == 1
+    got = problem.fitness(layout="rows", dtype=torch.float32, compile=False)(pop)
+    np.testing.assert_array_equal(got, want.astype(np.float32))
+
+
 def test_bad_arguments_name_the_culprit(blog2):
     with pytest.raises(OptionError, match="kind"):
         blog2.fitness("deth")

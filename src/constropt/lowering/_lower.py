@@ -148,7 +148,10 @@ class Lowering:
         if vs:
             fe = [feas(c.tree) for c in self.constraints]
             mask = fe[0] if len(fe) == 1 else g.node("and", *fe)
-            death = g.node("where", mask, g.node("minkey", fmin), g.const(float("inf")))
+            # the NaN guard on the selected value, not inside the select: then inductor's
+            # CPU code (row-major, scalar loop) skips the objective of infeasible points
+            # as the experiment's where(mask, f, inf) does (1.8x on example 3)
+            death = g.node("minkey", g.node("where", mask, fmin, g.const(float("inf"))))
         else:
             death = g.node("minkey", fmin)
         parts.append(self._emit(g, "death", _ARGS, [("fitness", death)],

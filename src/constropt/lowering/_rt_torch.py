@@ -43,6 +43,7 @@ abs = torch.abs  # noqa: A001 - the generated code's name for |x|
 #: block has at least this many elements (see ``_bsum_rowwise``).
 BSUM_ROWWISE_MIN = 1 << 20
 _BSUM_CHUNK = 1 << 15  # columns per chunk: at torch's grain size, so one thread
+_INT32_EXACT_ROWS = (2**31 - 1) // 255  # 8-bit genes an int32 sum holds exactly
 
 
 def _t(v, like):
@@ -229,13 +230,19 @@ def bsum(block, dtype):
 
     Eager on CPU, large 2-D blocks of 8-bit integers take the exact chunked int16 path
     (``Tensor.sum(0, dtype=float32)`` over int8 is about 20 times slower); under
-    ``torch.compile`` and elsewhere one ``sum(0, dtype=dtype)`` reduction, which
-    inductor fuses into one kernel.
+    ``torch.compile`` and elsewhere one reduction, which inductor fuses into one kernel:
+    8-bit genes accumulate in int32 (exact) and are converted to ``dtype`` once, other
+    genes sum in ``dtype``.
     """
-    if (block.dtype in (torch.int8, torch.uint8, torch.bool) and block.dim() == 2
+    small = block.dtype in (torch.int8, torch.uint8, torch.bool)
+    if (small and block.dim() == 2
             and block.device.type == "cpu" and block.numel() >= BSUM_ROWWISE_MIN
             and block.shape[0] >= 8 and not torch.compiler.is_compiling()):
         return _bsum_rowwise(block, dtype)
+    if small and dtype.is_floating_point and block.shape[0] < _INT32_EXACT_ROWS:
+        # an int32 accumulator: exact (to 2**31) and, compiled over 1,000 int8 genes,
+        # 1.1x faster than accumulating in float32 (exact only to 2**24)
+        return block.sum(0, dtype=torch.int32).to(dtype)
     return block.sum(0, dtype=dtype)
 
 

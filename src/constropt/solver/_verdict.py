@@ -13,7 +13,8 @@ import numpy as np
 from ..problem._evaluate import report_numpy
 from ._result import Status
 
-__all__ = ["UNBOUNDED_LEVEL", "check_point", "objective_verdict", "diverges", "point_dict"]
+__all__ = ["UNBOUNDED_LEVEL", "check_point", "objective_verdict", "diverges",
+           "diverges_many", "point_dict"]
 
 #: A feasible objective beyond this magnitude (in the direction of optimization) is
 #: reported as unbounded (status ``UNBOUNDED``, ``success=False``); so is one that keeps
@@ -49,93 +50,134 @@ def diverges(problem, x: np.ndarray, pvec: np.ndarray) -> tuple[bool, int]:
 
     Per coordinate direction, bisection finds where the feasible segment from ``x`` ends
     (a box edge or a constraint boundary), then geometric approaches to that end are
-    evaluated.  Returns ``(verdict, points evaluated)``.
+    evaluated.  Returns ``(verdict, points evaluated)``.  :func:`diverges_many` is the
+    same probe for many points at once.
     """
-    sign = -1.0 if problem.maximize else 1.0
+    v, used = diverges_many(problem, np.reshape(x, (-1, 1)), np.reshape(pvec, (-1, 1)))
+    return bool(v[0]), int(used[0])
+
+
+#: Points one call of the generated ``report`` evaluates at most in :func:`diverges_many`
+#: (the probes of many instances are split into groups of instances below this).
+_PROBE_POINTS = 1 << 18
+
+
+def diverges_many(problem, X: np.ndarray, M: np.ndarray):
+    """:func:`diverges` for every column of ``X`` (N, B), with parameters ``M``
+    (n_params, B): every instance's probe points in one evaluation per probe step
+    (groups of instances, at most ``_PROBE_POINTS`` points an evaluation).
+
+    Returns ``(verdict (B,) bool, points evaluated (B,) int64)``, per instance what
+    :func:`diverges` returns for that column.
+    """
+    B = X.shape[1]
     free = np.flatnonzero(~problem.integer)
-    if free.size == 0:
-        return False, 0
+    verdict, used = np.zeros(B, dtype=bool), np.zeros(B, dtype=np.int64)
+    if free.size == 0 or B == 0:
+        return verdict, used
+    per = 2 * free.size * max(_EDGE_STEPS.size, 1)
+    group = max(1, _PROBE_POINTS // per)
+    for a in range(0, B, group):
+        verdict[a:a + group], used[a:a + group] = _diverges_group(
+            problem, X[:, a:a + group], M[:, a:a + group], free)
+    return verdict, used
+
+
+def _report_at(problem, X, M, dirs, sgn, t):
+    """Objective (minimization sense) and feasibility at ``X[:, b]`` moved by
+    ``sgn[j] * t[j, b]`` along coordinate ``dirs[j]``: arrays (D, B)."""
+    D, B = t.shape
+    pts = np.repeat(X, D, axis=1)                       # column b * D + j
+    pts[np.tile(dirs, B), np.arange(B * D)] += (sgn[:, None] * t).T.reshape(-1)
+    f, V = report_numpy(problem, pts, np.repeat(M, D, axis=1))
+    sign = -1.0 if problem.maximize else 1.0
+    return (V == 0).all(axis=0).reshape(B, D).T, (sign * f).reshape(B, D).T
+
+
+def _diverges_group(problem, X, M, free):
+    sign = -1.0 if problem.maximize else 1.0
+    B = X.shape[1]
     dirs = np.concatenate([free, free])
-    tmax = np.concatenate([x[free] - problem.lower[free], problem.upper[free] - x[free]])
+    D = dirs.size
+    lower, upper = problem.lower[free, None], problem.upper[free, None]
+    tmax = np.concatenate([X[free] - lower, upper - X[free]])          # (D, B)
     sgn = np.concatenate([-np.ones(free.size), np.ones(free.size)])
-    used = 0
-
-    def feasible_at(t):
-        nonlocal used
-        pts = np.repeat(x[:, None], dirs.size, axis=1)
-        pts[dirs, np.arange(dirs.size)] += sgn * t
-        f, V = report_numpy(problem, pts, pvec)
-        used += dirs.size
-        return (V == 0).all(axis=0), sign * f
-
+    ok_hi, _ = _report_at(problem, X, M, dirs, sgn, tmax)
     lo, hi = np.zeros_like(tmax), tmax.copy()
-    ok_hi, _ = feasible_at(hi)
     for _ in range(32):  # bisection for the end of each feasible segment (to 2^-32)
         mid = 0.5 * (lo + hi)
-        ok, _ = feasible_at(mid)
+        ok, _ = _report_at(problem, X, M, dirs, sgn, mid)
         lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
     end = np.where(ok_hi, tmax, lo)
-    f0 = sign * check_point(problem, x, pvec)[0]
-    used += 1
+    f0 = sign * report_numpy(problem, X, M)[0]                         # (B,)
     rows, feas = [], []
     for frac in 1.0 - 10.0 ** -np.arange(1, 13, 1.0):
-        ok, fm = feasible_at(end * frac)
+        ok, fm = _report_at(problem, X, M, dirs, sgn, end * frac)
         rows.append(fm)
         feas.append(ok)
-    rows, feas = np.array(rows), np.array(feas)
-    for j in range(dirs.size):
-        r = rows[:, j]
-        if end[j] > 0 and feas[:, j].all() and np.all(np.diff(r) < 0) and r[-1] < f0 and \
-                (r[-1] == -np.inf or abs(r[-1] - r[0]) > 1e6 * max(1.0, abs(r[0]))):
-            return True, used
-    width = np.concatenate([problem.upper[free] - problem.lower[free]] * 2)
-    at_edge = tmax <= 1e-6 * width  # on the edge (a strict one: a hair inside it)
-    verdict, more = _diverges_at_edge(problem, x, pvec, dirs[at_edge], sgn[at_edge],
-                                      width[at_edge])
-    return verdict, used + more
+    rows, feas = np.array(rows), np.array(feas)                         # (12, D, B)
+    with np.errstate(invalid="ignore"):
+        steep = (rows[-1] == -np.inf) | (np.abs(rows[-1] - rows[0]) >
+                                         1e6 * np.maximum(1.0, np.abs(rows[0])))
+        falls = (end > 0) & feas.all(axis=0) & np.all(np.diff(rows, axis=0) < 0, axis=0) & \
+            (rows[-1] < f0) & steep
+    verdict = falls.any(axis=0)
+    used = np.full(B, D * 45 + 1, dtype=np.int64)  # 1 + 32 + 12 probes, and f0
+    width = np.concatenate([upper - lower] * 2)                        # (D, 1)
+    at_edge = (tmax <= 1e-6 * width) & ~verdict  # on the edge (a strict one: a hair inside)
+    if at_edge.any():
+        v, more = _diverges_at_edge(problem, X, M, dirs, sgn, width[:, 0], at_edge)
+        verdict |= v
+        used += more
+    return verdict, used
 
 
 #: Decades of approach to an edge that must keep improving the objective by a steady step.
 _DECADES = 10
 
+#: Distances ``10**-k`` (in box widths) at which edge approaches are evaluated.
+_EDGE_STEPS = np.arange(1, 331, dtype=np.float64)
 
-def _diverges_at_edge(problem, x, pvec, dirs, sgn, width) -> tuple[bool, int]:
+
+def _diverges_at_edge(problem, X, M, dirs, sgn, width, at_edge):
     """A point sitting on a box edge where the objective falls by a steady amount per
     decade of approach (``log(x)`` at ``x -> 0+``: by ``ln 10`` each) diverges there, even
     though float64 stops it at a finite value (-744 at the smallest subnormal).
 
-    Along each direction, points at distances ``width * 10**-k`` inside the edge
-    (``k = 1 ... 330``, those distinct from the edge in float64) must all be feasible, and
-    over the last ``_DECADES`` of them the objective must fall every decade by at least
-    ``1e-3 * max(1, |f|)``, each step at least half the previous one (a bounded function
-    converges: its steps shrink).  Returns ``(verdict, points evaluated)``.
+    For each instance ``b`` and each direction ``j`` with ``at_edge[j, b]``, points at
+    distances ``width * 10**-k`` inside the edge (``k = 1 ... 330``, those distinct from
+    the edge in float64) must all be feasible, and over the last ``_DECADES`` of them
+    the objective must fall every decade by at least ``1e-3 * max(1, |f|)``, each step
+    at least half the previous one (a bounded function converges: its steps shrink).
+    Returns ``(verdict (B,), points evaluated (B,))``.
     """
-    if dirs.size == 0:
-        return False, 0
     sign = -1.0 if problem.maximize else 1.0
-    k = np.arange(1, 331, dtype=np.float64)
-    edge = np.where(sgn < 0, problem.lower[dirs], problem.upper[dirs])     # (D,)
-    d = width[:, None] * 10.0 ** -k[None, :]                              # (D, K)
-    coord = edge[:, None] - sgn[:, None] * d
+    j, b = np.nonzero(at_edge)                                          # the (dir, b) pairs
+    k = _EDGE_STEPS
+    K = k.size
+    edge = np.where(sgn[j] < 0, problem.lower[dirs[j]], problem.upper[dirs[j]])  # (Q,)
+    coord = edge[:, None] - sgn[j, None] * (width[j, None] * 10.0 ** -k[None, :])  # (Q, K)
     distinct = coord != edge[:, None]
-    pts = np.repeat(x[:, None], coord.size, axis=1)
-    rows = np.repeat(dirs, k.size)
-    pts[rows, np.arange(coord.size)] = coord.reshape(-1)
-    f, V = report_numpy(problem, pts, pvec)
+    pts = np.repeat(X[:, b], K, axis=1)                                 # column q * K + i
+    pts[np.repeat(dirs[j], K), np.arange(coord.size)] = coord.reshape(-1)
+    f, V = report_numpy(problem, pts, np.repeat(M[:, b], K, axis=1))
     r = (sign * f).reshape(coord.shape)
     ok = (V == 0).all(axis=0).reshape(coord.shape)
-    for j in range(dirs.size):
-        valid = np.flatnonzero(distinct[j])
-        if valid.size < _DECADES + 1 or not ok[j, valid].all():
+    hit = np.zeros(j.size, dtype=bool)
+    for q in range(j.size):
+        valid = np.flatnonzero(distinct[q])
+        if valid.size < _DECADES + 1 or not ok[q, valid].all():
             continue
-        tail = r[j, valid[-(_DECADES + 1):]]
+        tail = r[q, valid[-(_DECADES + 1):]]
         if not np.all(np.isfinite(tail)):
             continue
         steps = -np.diff(tail)  # improvement per decade toward the edge
-        if np.all(steps >= 1e-3 * np.maximum(1.0, np.abs(tail[1:]))) and \
-                np.all(steps[1:] >= 0.5 * steps[:-1]):
-            return True, int(coord.size)
-    return False, int(coord.size)
+        hit[q] = np.all(steps >= 1e-3 * np.maximum(1.0, np.abs(tail[1:]))) and \
+            np.all(steps[1:] >= 0.5 * steps[:-1])
+    B = X.shape[1]
+    verdict = np.zeros(B, dtype=bool)
+    verdict[b[hit]] = True
+    return verdict, np.bincount(b, minlength=B).astype(np.int64) * K
 
 
 def point_dict(problem, x: np.ndarray, genes=None) -> dict:
