@@ -206,11 +206,13 @@ class IntervalProgram:
             empty = empty | emp | (lo > hi).any(0)
         return lo, hi, empty
 
-    def _backward(self, vals, lo, hi, targets, order):  # noqa: C901 - a rule per operation
+    def _backward(self, vals, lo, hi, targets, order, want=None):  # noqa: C901
+        """One backward sweep; ``want`` (a dict, optional) receives the node ranges the
+        targets imply (valid at the feasible points of each box)."""
         g = self.graph
         batch = lo.shape[1:]
         empty = torch.zeros(batch, dtype=torch.bool, device=lo.device)
-        want: dict = {}
+        want = {} if want is None else want
 
         def push(n, t: Iv):
             cur = want.get(n)

@@ -144,6 +144,8 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
 
     from ..lowering._interval_model import IntervalModel
     from ..problem._fbbt import required_leaves
+    from ._certify_bounds import bound_boxes
+    from ._certify_nodes import contract_nodes
 
     t0 = time.perf_counter()
     dev = torch.device(device)
@@ -163,6 +165,7 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
     eq_slack = eq_slack * (1 + 1e-12)
     P = torch.as_tensor(np.concatenate([np.asarray(pvec, dtype=np.float64), lam]),
                         device=dev)
+    use_lag = bool(np.any(lam != 0))
     integer = torch.as_tensor(problem.integer, device=dev)
     targets = model.leaf_targets(problem.eq_tol)
     if math.isfinite(U):
@@ -177,8 +180,9 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
     def evaluate(lo, hi):
         """Contract, bound, prune: the surviving boxes and their bounds."""
         nonlocal floor
-        lo, hi, empty = model.program.contract(lo, hi, P, targets, integer, rounds=1)
-        lower, score, bad = model.objective_bounds(lo, hi, P, eq_slack, problem.eq_tol)
+        lo, hi, empty, domains = contract_nodes(model.program, lo, hi, P, targets, integer)
+        lower, score, bad = bound_boxes(model, lo, hi, P, domains, eq_slack, problem.eq_tol,
+                                        use_lag)
         lower = lower.double()
         empty = empty | bad
         dead = empty | (lower > U - eps_abs) | torch.isnan(lower)
