@@ -32,6 +32,7 @@ from ..engine._status import Status
 __all__ = ["Certificate", "certify", "certify_option", "proof_result"]
 
 _DEBUG = False
+SECOND_ORDER = True
 #: ``certify=True`` and ``"auto"`` aim for this relative gap.
 DEFAULT_GAP = 1e-6
 #: ``certify="auto"`` runs only on problems with at most this many scalar variables.
@@ -145,6 +146,7 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
     from ..lowering._interval_model import IntervalModel
     from ..problem._fbbt import required_leaves
     from ._certify_bounds import bound_boxes
+    from ._certify_exclusion import exclusion_box, second_order_bound
     from ._certify_nodes import contract_nodes
 
     t0 = time.perf_counter()
@@ -175,6 +177,17 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
     w0 = (hi - lo)[:, 0].clamp(min=1e-300)
     eps_abs = 0.5 * gap * max(abs(U), 1e-9) if math.isfinite(U) else 0.0
     floor = torch.tensor(math.inf, dtype=torch.float64, device=dev)
+    excl = None
+    xt = None if x is None or not SECOND_ORDER else torch.as_tensor(
+        np.asarray(x, dtype=np.float64), device=dev)
+    if math.isfinite(U) and x is not None:
+        excl = exclusion_box(model, problem, P.cpu(), np.asarray(x, dtype=np.float64),
+                             U - eps_abs, eq_slack)
+    if excl is not None:
+        e_lo, e_hi = (t.to(dev).reshape(-1, 1) for t in excl[:2])
+        e_bound = excl[2]
+        if _DEBUG:
+            print("exclusion box", excl)
     boxes = 0
 
     def evaluate(lo, hi):
@@ -184,6 +197,13 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
         lower, score, bad = bound_boxes(model, lo, hi, P, domains, eq_slack, problem.eq_tol,
                                         use_lag)
         lower = lower.double()
+        if xt is not None:
+            so = second_order_bound(model, lo, hi, P, xt, eq_slack)
+            if so is not None:
+                lower = torch.maximum(lower, so.double())
+        if excl is not None:  # boxes inside the exclusion box around the incumbent
+            inside = ((lo.double() >= e_lo) & (hi.double() <= e_hi)).all(0)
+            lower = torch.where(inside, torch.clamp(lower, min=e_bound), lower)
         empty = empty | bad
         dead = empty | (lower > U - eps_abs) | torch.isnan(lower)
         near = ~empty & (lower > U - eps_abs) & (lower <= U)
@@ -239,6 +259,10 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
             floor = torch.minimum(floor, lb[worst].min())
             lo, hi, lb, score = lo[:, m], hi[:, m], lb[m], score[:, m]
     seconds = time.perf_counter() - t0
+    if _DEBUG and lb.numel():
+        order = torch.argsort(lb)[:5]
+        for j in order.tolist():
+            print("worst", float(lb[j]), lo[:, j].tolist(), hi[:, j].tolist())
     box = {s: (float(a), float(z)) for s, a, z in zip(problem.variables, problem.lower,
                                                        problem.upper)} \
         if not problem.has_vector_variables else {}

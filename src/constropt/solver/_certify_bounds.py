@@ -91,6 +91,7 @@ def bound_boxes(model, lo, hi, P, domains: dict, eq_slack: float, eq_tol: float,
 
     lower = torch.full((B,), -torch.inf, dtype=lo.dtype, device=lo.device)
     smear = torch.zeros_like(lo)
+    own = None
     for k, (v, gr) in enumerate(pairs):
         slack = 0.0 if k == 0 else eq_slack
         iv = nat[v]
@@ -103,7 +104,9 @@ def bound_boxes(model, lo, hi, P, domains: dict, eq_slack: float, eq_tol: float,
         acc = ri.down(acc - slack)
         lower = torch.where(ok, torch.maximum(lower, acc), lower)
         if k == 0:  # the objective weighs as much as all constraints together
-            smear = smear + max(1, len(leaf_mv)) * _relative(torch.stack(mags) * width)
+            sc = torch.stack(mags) * width
+            own = torch.where(torch.isfinite(sc) & (sc > 0), sc, width)
+            smear = smear + max(1, len(leaf_mv)) * _relative(sc)
     infeasible = no
     for i, row in leaf_mv:  # mean-value forms of the smooth constraints
         c_lo, c_hi, ok, mags = mean_value(model.leaf_nodes[i], row)
@@ -113,6 +116,10 @@ def bound_boxes(model, lo, hi, P, domains: dict, eq_slack: float, eq_tol: float,
             bad = c_lo > 0
         infeasible = infeasible | (ok & bad)
         smear = smear + _relative(torch.stack(mags) * width)
+    if own is not None and not any(model.leaves[i].kind == "eq" for i, _ in leaf_mv):
+        # no equality: the objective's own smear (the width where it is 0) splits better
+        # (G10's inequalities pin nothing; G05's equalities pin the objective's variables)
+        return lower, own, infeasible
     score = torch.where(smear.sum(0, keepdim=True) > 0, smear, width / width.amax(0).clamp(
         min=1e-300))
     return lower, score, infeasible
