@@ -179,7 +179,7 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
     floor = torch.tensor(math.inf, dtype=torch.float64, device=dev)
     excl = None
     xt = None if x is None or not SECOND_ORDER else torch.as_tensor(
-        np.asarray(x, dtype=np.float64), device=dev)
+        np.array(x, dtype=np.float64), device=dev)
     if math.isfinite(U) and x is not None:
         excl = exclusion_box(model, problem, P.cpu(), np.asarray(x, dtype=np.float64),
                              U - eps_abs, eq_slack)

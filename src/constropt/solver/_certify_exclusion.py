@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from ..lowering import _rt_interval as ri
@@ -90,9 +91,9 @@ def exclusion_box(model, problem, P, x, threshold: float, eq_slack: float):
     prog, v, grad, rows = hp
     n = len(grad)
     dt = torch.float64
-    L0 = torch.as_tensor(problem.lower, dtype=dt)
-    H0 = torch.as_tensor(problem.upper, dtype=dt)
-    c = torch.clamp(torch.as_tensor(x, dtype=dt), min=L0, max=H0)
+    L0 = torch.tensor(np.array(problem.lower, dtype=np.float64))
+    H0 = torch.tensor(np.array(problem.upper, dtype=np.float64))
+    c = torch.clamp(torch.tensor(np.array(x, dtype=np.float64)), min=L0, max=H0)
     if not (torch.isfinite(L0).all() and torch.isfinite(H0).all()):
         return None
     P = P.to(dt)
