@@ -126,3 +126,19 @@ def test_collection_problems_certified_to_1e4(name):
     # the relaxation of the equalities by eq_tol are above it
     assert c.lower_bound <= bp.f_star + 1e-9 * abs(bp.f_star)
     assert c.certified and c.gap <= 1e-4
+
+
+@pytest.mark.parametrize("box, expect", [((0.0, 10.0), (5.0, 10.0)),
+                                         ((-3.0, 10.0), (-3.0, 10.0))])
+def test_extended_division_contracts_a_denominator(box, expect):
+    # 10 / x <= 2: the quotient's target contains 0, so plain division learns nothing;
+    # extended division gives x < 0 or x >= 5, and with x >= 0 only [5, 10] is left
+    p = constropt.Problem(x + y, [10 / x <= 2], bounds={x: box, y: (0, 1)})
+    m, _ = _model(p)
+    P = torch.zeros(len(m.leaves), dtype=torch.float64)
+    lo = torch.tensor([[box[0]], [0.0]], dtype=torch.float64)
+    hi = torch.tensor([[box[1]], [1.0]], dtype=torch.float64)
+    lo2, hi2, empty, _ = contract_nodes(m.program, lo, hi, P, m.leaf_targets(p.eq_tol))
+    assert not bool(empty.any())
+    assert float(lo2[0, 0]) <= expect[0] and float(lo2[0, 0]) >= expect[0] - 1e-12
+    assert float(hi2[0, 0]) == expect[1]

@@ -228,6 +228,10 @@ class IntervalProgram:
             push(n, Iv(torch.as_tensor(tlo, dtype=like.dtype, device=like.device),
                        torch.as_tensor(thi, dtype=like.dtype, device=like.device), False))
         new_lo, new_hi = lo.clone(), hi.clone()
+        def now(a):  # the narrowest range known for node a (its consumers came first)
+            w = want.get(a)
+            return vals[a] if w is None else w
+
         for n in reversed(order):
             t = want.get(n)
             if t is None:
@@ -255,13 +259,13 @@ class IntervalProgram:
                 push(args[0], ri.neg(t))
             elif op == "mul":
                 for i, o in _others(av, ri.mul):
-                    push(args[i], _inv_mul(t, o))
+                    push(args[i], _inv_mul(t, o, now(args[i])))
             elif op == "div":
                 a, b = av
                 push(args[0], ri.mul2(t, b))
-                push(args[1], _inv_mul(a, t))  # b = a / t where t excludes 0
+                push(args[1], _inv_mul(a, t, now(args[1])))  # b = a / t
             elif op == "recip":
-                push(args[0], _inv_mul(ri.point(1.0, t.lo), t))
+                push(args[0], _inv_mul(ri.point(1.0, t.lo), t, now(args[0])))
             elif op == "powi":
                 push(args[0], _inv_powi(t, key[2], av[0]))
             elif op == "powf":
@@ -297,11 +301,31 @@ def _entire(like) -> Iv:
     return Iv(torch.full_like(like, -inf), torch.full_like(like, inf), False)
 
 
-def _inv_mul(t: Iv, o: Iv) -> Iv:
-    """``{x : x * y in t for some y in o}`` (everything when 0 is in both)."""
+def _inv_mul(t: Iv, o: Iv, cur: Iv | None = None) -> Iv:
+    """``{x : x * y in t for some y in o}`` (everything when 0 is in both).  With the
+    current range ``cur`` of ``x``, a ``t`` that excludes 0 over an ``o`` that
+    contains it uses extended division: two half-lines, each intersected with ``cur``
+    before their hull (``b = a / t``, ``t <= 12560``, ``b >= 0`` gives ``b >= a / 12560``)."""
     q = ri.div(Iv(t.lo, t.hi, torch.zeros_like(t.lo, dtype=torch.bool)), o)
     free = (t.lo <= 0) & (t.hi >= 0) & (o.lo <= 0) & (o.hi >= 0)
-    return Iv(torch.where(free, -inf, q.lo), torch.where(free, inf, q.hi), q.nan)
+    lo, hi = torch.where(free, -inf, q.lo), torch.where(free, inf, q.hi)
+    if cur is None:
+        return Iv(lo, hi, q.nan)
+    pos, neg = t.lo > 0, t.hi < 0
+    split = (pos | neg) & (o.lo <= 0) & (o.hi >= 0)
+    num = torch.where(pos, t.lo, t.hi)
+    l_ok = torch.where(pos, o.lo < 0, o.hi > 0)  # x <= num / l_den
+    r_ok = torch.where(pos, o.hi > 0, o.lo < 0)  # x >= num / r_den
+    # the left piece has x < 0, the right one x > 0 (so x <= 0 and x >= 0 hold)
+    l_hi = torch.minimum(cur.hi, torch.clamp(ri.up(num / torch.where(pos, o.lo, o.hi)),
+                                             max=0.0))
+    r_lo = torch.maximum(cur.lo, torch.clamp(ri.down(num / torch.where(pos, o.hi, o.lo)),
+                                             min=0.0))
+    l_ok = l_ok & (cur.lo <= l_hi) & (cur.lo < 0)
+    r_ok = r_ok & (r_lo <= cur.hi) & (cur.hi > 0)
+    s_lo = torch.where(l_ok, cur.lo, torch.where(r_ok, r_lo, inf))
+    s_hi = torch.where(r_ok, cur.hi, torch.where(l_ok, l_hi, -inf))
+    return Iv(torch.where(split, s_lo, lo), torch.where(split, s_hi, hi), q.nan)
 
 
 def _root(v, k: float, up: bool):

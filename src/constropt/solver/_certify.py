@@ -145,7 +145,7 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
 
     from ..lowering._interval_model import IntervalModel
     from ..problem._fbbt import required_leaves
-    from ._certify_bounds import bound_boxes
+    from ._certify_bounds import _light, bound_boxes
     from ._certify_exclusion import exclusion_box, second_order_bound
     from ._certify_nodes import contract_nodes
 
@@ -160,7 +160,8 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
     leaves, _ = required_leaves(problem._constraints)
     model = _model_cache(problem, objective, leaves, IntervalModel)
     lam = np.zeros(len(leaves))
-    if x is not None and math.isfinite(U) and model.lagrangian is not None:
+    if x is not None and math.isfinite(U) and model.lagrangian is not None \
+            and _light(model):
         lam = multipliers(model, problem, np.asarray(pvec, dtype=np.float64),
                           np.asarray(x, dtype=np.float64))
     eq_slack = sum(abs(v) for v, lf in zip(lam, leaves) if lf.kind == "eq") * problem.eq_tol

@@ -53,10 +53,11 @@ def bound_boxes(model, lo, hi, P, domains: dict, eq_slack: float, eq_tol: float,
     N, B = lo.shape
     width = torch.where(torch.isfinite(hi - lo), hi - lo, torch.finfo(lo.dtype).max)
     pairs = [(model.f, model.grad)]
-    if lagrangian and model.lagrangian is not None:
+    light = _light(model)
+    if lagrangian and model.lagrangian is not None and light:
         pairs.append((model.lagrangian, model.lag_grad))
     mv = [(v, gr) for v, gr in pairs if gr is not None and model.smooth(v)]
-    leaf_mv = list(zip(model.lag_leaves, model.jac))
+    leaf_mv = list(zip(model.lag_leaves, model.jac)) if light else []
     c = torch.clamp(lo + 0.5 * (hi - lo), min=lo, max=hi)
     c = torch.where(torch.isfinite(c), c, torch.where(torch.isfinite(lo), lo, torch.where(
         torch.isfinite(hi), hi, 0.0)))
@@ -134,3 +135,14 @@ def _relative(s):
     tot = s.sum(0, keepdim=True)
     rel = torch.where(tot > 0, s / tot.clamp(min=1e-300), 0.0)
     return torch.where(nbig > 0, big.to(s.dtype) / nbig.clamp(min=1), rel)
+
+
+def _light(model) -> bool:
+    """Whether the constraints' gradients are cheap enough to evaluate on every box."""
+    cache = model.__dict__.setdefault("_light", {})
+    if "v" not in cache:
+        from ._certify_exclusion import heavy
+
+        jac = [n for row in model.jac for n in row]
+        cache["v"] = not jac or len(model.program.order_for(jac)) <= heavy(model)
+    return cache["v"]

@@ -57,10 +57,18 @@ def _hessian_program(model):
         if all(r is not None for r in rows):
             roots = [v, *grad] + [n for r in rows for n in r]
             prog = IntervalProgram(g, roots)
-            if all(prog.is_smooth(n) for n in roots):
+            if all(prog.is_smooth(n) for n in roots) and len(prog.order) <= heavy(model):
                 out = (prog, v, tuple(grad), tuple(tuple(r) for r in rows))
     cache["h"] = out
     return out
+
+
+def heavy(model) -> int:
+    """Node count above which a derived program (constraint gradients, Hessian) costs
+    more per box than it saves: 4 times the objective-and-constraints program, at least
+    1000 (G16: 391 nodes in its functions, 2,569 in their gradients, 14,607 in the
+    Hessian)."""
+    return max(1000, 4 * len(model.program.order_for([model.f, *model.leaf_nodes])))
 
 
 def exclusion_box(model, problem, P, x, threshold: float, eq_slack: float):
