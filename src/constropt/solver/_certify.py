@@ -4,18 +4,25 @@ Boxes of the search box are processed thousands at a time (torch, CPU or CUDA):
 
 1. take the ``batch`` boxes with the smallest lower bound (best first) or, when the
    buffer is nearly full, the smallest boxes (depth first, which drains it);
-2. bisect each along the variable with the largest ``|df/dx_k| * width_k`` (integers
-   split between two integers);
+2. bisect each along the variable with the largest score (:mod:`._certify_bounds`:
+   the objective's smear ``|df/dx_k| * width_k``, and with equalities the relative
+   smears of the objective and the constraints summed; integers split between two
+   integers);
 3. contract the children with the constraints and the objective cut ``f <= U`` (``U``
-   the search's best feasible value) by forward-backward propagation; a child that
-   empties holds no feasible point better than ``U``;
-4. bound the objective below on each child (the larger of the natural interval
-   extension and the mean-value form over the exact gradient) and drop the children
-   whose bound is within the target gap of ``U``, keeping the smallest such bound.
+   the search's best feasible value) by forward-backward propagation, keeping the
+   ranges of intermediate nodes (:mod:`._certify_nodes`); a child that empties holds
+   no feasible point better than ``U``;
+4. bound the objective below on each child (:mod:`._certify_bounds`: natural interval
+   extension through the node ranges, mean-value forms of ``f`` and of the
+   Lagrangian; :mod:`._certify_exclusion`: the second-order Taylor form of the
+   Lagrangian around the incumbent, and an exclusion box around it) and drop the
+   children whose bound is within the target gap of ``U``, keeping the smallest such
+   bound.
 
 The proven lower bound is the minimum of ``U``, the bounds of the boxes still in the
 buffer and of every box dropped without a proof of infeasibility.  One host
-synchronisation per step (the gap test), none per box.
+synchronisation per step (the gap test), none per box.  :mod:`._certify_result` turns
+the certificate into ``Result`` fields.
 """
 
 from __future__ import annotations
@@ -27,9 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import OptionError
-from ..engine._status import Status
 
-__all__ = ["Certificate", "certify", "certify_option", "proof_result"]
+__all__ = ["Certificate", "certify", "certify_option", "certify_result", "proof_result"]
 
 _DEBUG = False
 SECOND_ORDER = True
@@ -368,51 +374,4 @@ def _model_cache(problem, objective, leaves, IntervalModel):
     return cache[key]
 
 
-def proof_result(problem, proof, pvec, seed: int, device: str, t_start: float,
-                 t_lower: float):
-    """The Result of a solve whose constraints were proven infeasible before any search:
-    status INFEASIBLE, the box centre as ``x`` (not feasible), ``certificate=proof``."""
-    from ._result import History, Result
-    from ._verdict import check_point, point_dict
-
-    x = np.where(np.isfinite(problem.lower + problem.upper),
-                 0.5 * (problem.lower + problem.upper), 0.0)
-    x = np.where(problem.integer, np.round(x), x)
-    t_check = time.perf_counter()
-    f, V = check_point(problem, x, pvec)
-    total = time.perf_counter() - t_start
-    check = time.perf_counter() - t_check
-    empty = np.zeros(0)
-    return Result(
-        x=point_dict(problem, x), x_array=x, variables=problem.variables, fun=f,
-        feasible=False, maxcv=float(V.max()) if V.size else 0.0, violations=V,
-        success=False, status=Status.INFEASIBLE,
-        message=f"{Status.INFEASIBLE.value} (proven: {proof.statement}; no search run)",
-        nit=0, nfev=1, seed=seed, device=device,
-        # the same parts as every Result (they add up to total); setup holds the proof
-        timings={"import": 0.0, "lowering": t_lower,
-                 "setup": max(0.0, total - t_lower - check), "compile": 0.0, "search": 0.0,
-                 "polish": 0.0, "check": check, "total": total},
-        history=History(empty.astype(np.int64), empty, empty), problem=problem,
-        certificate=proof)
-
-
-def certify_result(result, problem, pvec, opts, dev, t_start: float):
-    """``result`` with ``lower_bound``, ``gap`` and ``certificate`` from :func:`certify`
-    (unchanged when ``certify="auto"`` finds the problem too large)."""
-    from dataclasses import replace
-
-    target, seconds, auto = certify_option(opts.certify)
-    if auto and (problem.n > AUTO_MAX_VARS or problem.has_vector_variables):
-        return result
-    inc = result.fun if result.feasible else math.nan
-    cert = certify(problem, pvec, inc, result.x_array, gap=target,
-                   time_limit=seconds if seconds is not None else opts.certify_time,
-                   device=dev)
-    timings = dict(result.timings)
-    timings["certify"] = cert.seconds
-    timings["total"] = time.perf_counter() - t_start
-    if cert.kind == "infeasible":
-        return replace(result, certificate=cert, timings=timings)
-    return replace(result, lower_bound=cert.lower_bound, gap=cert.gap, certificate=cert,
-                   timings=timings)
+from ._certify_result import certify_result, proof_result  # noqa: E402  (re-exported)
