@@ -124,7 +124,7 @@ def exclusion_box(model, problem, P, x, threshold: float, eq_slack: float):
         bound = float(ri.down(acc - eq_slack))
         if not math.isfinite(bound) or bound < threshold:
             continue
-        if _psd(prog, rows, lo, hi, c, P):
+        if _psd(prog, v, grad, rows, lo, hi, c, P):
             return lo, hi, bound
     return None
 
@@ -169,6 +169,11 @@ def second_order_bound(model, lo, hi, P, x, eq_slack: float):
         return iv.lo.expand(2 * B)[sl], iv.hi.expand(2 * B)[sl], iv.nan.expand(2 * B)[sl]
 
     v_lo, _, bad = part(v, True)
+    # Taylor's theorem needs L twice differentiable on the segment from c to x: L and
+    # its gradient defined on the whole box (a NaN flag anywhere gives up)
+    bad = bad | part(v, False)[2]
+    for k in range(n):
+        bad = bad | part(grad[k], False)[2]
     acc = v_lo
     d = []
     for k in range(n):
@@ -206,13 +211,16 @@ def second_order_bound(model, lo, hi, P, x, eq_slack: float):
     return torch.where(bad | torch.isnan(out), -torch.inf, out)
 
 
-def _psd(prog, rows, lo, hi, c, P) -> bool:
-    """Whether every symmetric matrix in the interval Hessian over ``[lo, hi]`` is
+def _psd(prog, v, grad, rows, lo, hi, c, P) -> bool:
+    """Whether ``L`` is defined on the whole box and every symmetric matrix in the
+    interval Hessian over ``[lo, hi]`` is
     positive semidefinite: Gershgorin discs of ``D H D`` with ``D`` the radii of the box
     around ``c``, in outward rounding (``D_i^2 H_ii - sum_j |D_i D_j H_ij| >= 0``)."""
     n = len(rows)
     vals = prog.forward(lo.reshape(-1, 1), hi.reshape(-1, 1), P,
-                        only=[e for r in rows for e in r])
+                        only=[v, *grad] + [e for r in rows for e in r])
+    if any(bool(vals[k].nan.any()) for k in (v, *grad)):
+        return False  # L not twice differentiable on the whole box
     rad = torch.maximum(c - lo, hi - c)
     for i in range(n):
         diag = vals[rows[i][i]]
