@@ -8,8 +8,8 @@
   box centre with the exact gradient, and both forms of the Lagrangian
   ``f + sum_i lam_i c_i`` less ``sum |lam_eq| * eq_tol``;
 - which boxes the mean-value forms of the smooth constraints prove infeasible;
-- a branching score per variable: the *relative smear* summed over the objective and
-  the constraints (IbexOpt's "smear sum relative" idea): for each function,
+- a branching score per variable: with equalities, the *relative smear* summed over
+  the objective and the constraints (IbexOpt's "smear sum relative" idea): for each function,
   ``|d/dx_k| * width_k`` divided by its sum over ``k``, so a variable the objective
   does not depend on (G05's angles) is still split when the constraints that pin the
   objective's variables depend on it, and variables of different units compare.
@@ -24,6 +24,7 @@ from ..lowering._rt_interval import Iv
 from ._certify_nodes import forward_nodes
 
 __all__ = ["bound_boxes"]
+
 
 
 def bound_boxes(model, lo, hi, P, domains: dict, eq_slack: float, eq_tol: float,
@@ -104,10 +105,10 @@ def bound_boxes(model, lo, hi, P, domains: dict, eq_slack: float, eq_tol: float,
         acc, _, ok, mags = mean_value(v, gr)
         acc = ri.down(acc - slack)
         lower = torch.where(ok, torch.maximum(lower, acc), lower)
-        if k == 0:  # the objective weighs as much as all constraints together
+        if k == 0:  # the objective weighs as much as one constraint (G21: f = x1)
             sc = torch.stack(mags) * width
             own = torch.where(torch.isfinite(sc) & (sc > 0), sc, width)
-            smear = smear + max(1, len(leaf_mv)) * _relative(sc)
+            smear = smear + _relative(sc)
     infeasible = no
     for i, row in leaf_mv:  # mean-value forms of the smooth constraints
         c_lo, c_hi, ok, mags = mean_value(model.leaf_nodes[i], row)
