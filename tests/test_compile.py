@@ -162,3 +162,26 @@ def test_compiled_solve_compiles_each_function_exactly_once():
     assert _graphs() - graphs0 == 1  # no recompile (the stance would raise)
     for res in (first, again):
         assert res.feasible and np.isfinite(res.fun)
+
+
+def test_each_structure_compiles_its_own_code_object():
+    """Dynamo caches on the code object and runs it eagerly past ``recompile_limit``
+    entries; every problem's step is the same closure code, so each compile key gets
+    its own copy of the code (here with the limit lowered to 1: two closures over
+    different constants must both compile)."""
+    from constropt.engine._backend import compiled
+
+    def make(c):
+        def scaled(v):
+            return v * c + 1.0
+        return scaled
+
+    name = "recompile_limit" if hasattr(torch._dynamo.config, "recompile_limit") \
+        else "cache_size_limit"
+    v = torch.arange(5, dtype=torch.float64)
+    before = _graphs()
+    with torch._dynamo.config.patch(**{name: 1}):
+        out = [compiled(make(c), ("test own code", c))(v) for c in (2.0, 3.0)]
+    assert _graphs() - before == 2  # one graph each; without the copy the second ran eagerly
+    for c, o in zip((2.0, 3.0), out, strict=True):
+        assert torch.equal(o, v * c + 1.0)

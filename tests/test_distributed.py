@@ -213,6 +213,10 @@ def test_single_process_is_one_island(no_torchrun):
     assert res.success and abs(res.fun - 0.5) < 1e-6 and res.seed == 0
     assert "islands: 1 rank (no torchrun environment: one process), 0 migrations" in res.message
     assert not dist.is_initialized()  # the group it created is gone
+    t = res.timings  # the island start-up is counted (as setup): the parts add up
+    parts = sum(v for k, v in t.items() if k != "total")
+    assert all(v >= 0 for v in t.values())
+    assert parts == pytest.approx(t["total"], rel=0.02, abs=0.01)
 
 
 def test_stop_rules_are_taken_together(no_torchrun):
@@ -263,7 +267,9 @@ def _engine(algorithm, handling="feasibility"):
     lower = torch.full(shape, -3.0, dtype=dt)
     upper = torch.full(shape, 3.0, dtype=dt)
     integer = torch.zeros(shape, dtype=torch.bool)
-    gen = torch.Generator().manual_seed(0)
+    from constropt.engine._xp import Random
+
+    gen = Random("torch", 0)  # the engine's seeded generator (a torch.Generator inside)
     S = 12
     if algorithm == "ga":
         cfg = _ga.GAConfig(pop_size=S)
@@ -313,3 +319,14 @@ def test_inject_replaces_the_worst_and_keeps_the_order(algorithm, handling):
     for k in range(kept.shape[1]):
         assert any(torch.equal(npop.X[:, i], kept[:, k]) for i in range(npop.X.shape[1]))
     alg.advance(new)  # the algorithm runs on from the injected state
+
+
+def test_island_timings_count_the_start_up_as_setup():
+    from constropt.parallel._islands import island_timings
+
+    search = {"import": 0.0, "lowering": 0.0, "setup": 0.1, "search": 0.7, "polish": 0.2,
+              "total": 1.0}
+    t = island_timings(search, t_lower=0.2, total=1.5)
+    assert t["lowering"] == 0.2 and t["total"] == 1.5
+    assert t["setup"] == pytest.approx(0.1 + 0.3)   # 1.5 - (0.2 + 1.0 of the search's parts)
+    assert sum(v for k, v in t.items() if k != "total") == pytest.approx(t["total"])

@@ -105,6 +105,7 @@ def test_infeasibility_proven_without_search(constraints):
     assert res.status is Status.INFEASIBLE and not res.success and not res.feasible
     assert res.nit == 0 and res.nfev == 1 and res.timings["search"] == 0.0
     assert res.certificate is proof and "proven" in res.message
+    assert res.backend is None  # no search ran
 
 
 def test_infeasibility_for_given_parameter_values_at_solve_time():

@@ -23,19 +23,19 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-import torch
 
 from . import _de, _ga
 from ._ga import Population
 from ._handling import Handler
 from ._ranking import order
+from ._xp import Random, asarray, namespace, put_rows
 
 __all__ = ["GA", "GAState", "DE", "DEState"]
 
 
 def _inject(X, keep):
     """Put the points ``keep`` (N, B) first in each instance of ``X`` (N, B, S)."""
-    return torch.cat([keep[..., None], X[..., 1:]], dim=-1)
+    return namespace(X).concat([keep[..., None], X[..., 1:]], axis=-1)
 
 
 @dataclass
@@ -44,8 +44,8 @@ class GAState:
     keys, and the handler's level, as :class:`DEState` without the parameter memory."""
 
     pop: Population
-    level: torch.Tensor
-    level0: torch.Tensor
+    level: Any
+    level0: Any
     t: int = 0  # generations since the (re)start: the epsilon schedule's clock
 
 
@@ -61,7 +61,7 @@ class GA:
     fit: Any          # fitness(X, P, eq_tol) -> (fmin, cv), eager
     step_fn: Any      # compiled or eager ga_step
     cfg: _ga.GAConfig
-    gen: torch.Generator
+    rng: Random
     bounds: tuple     # (lower, upper, integer), each (N, 1)
     args: tuple       # (P (n_p, 1), eq_tol)
     handler: Handler = Handler("feasibility")
@@ -84,7 +84,7 @@ class GA:
 
     def advance(self, st: GAState):
         lower, upper, integer = self.bounds
-        rnd = _ga.draw(self.gen, self.cfg, lower.shape[0], lower.device, st.pop.X.dtype)
+        rnd = _ga.draw(self.rng, self.cfg, lower.shape[0])
         pop = self.step_fn(st.pop, rnd, lower, upper, integer, *self.args, st.level)
         if self.repair is not None:
             keys = self._keys(st.level)
@@ -112,7 +112,10 @@ class GA:
         return since >= self.control_generations
 
     def restart(self, st: GAState, rows, X1, keep):
-        return self.start(_inject(X1, keep))
+        """Half of the new population in boxes around the best point (see
+        :func:`._ga.around`), the best point itself kept."""
+        lower, upper, integer = self.bounds
+        return self.start(_inject(_ga.around(X1, keep, lower, upper, integer), keep))
 
     def compact(self, st, rows):  # pragma: no cover - one instance never compacts
         raise NotImplementedError("the GA runs one instance")
@@ -126,9 +129,9 @@ class DEState:
 
     pop: Population
     mem: _de.Memory
-    level: torch.Tensor
-    level0: torch.Tensor
-    t: torch.Tensor
+    level: Any
+    level0: Any
+    t: Any
 
 
 def _rows(st: DEState, fn_x, fn) -> DEState:
@@ -148,7 +151,7 @@ class DE:
     step_fn: Any
     cfg: _de.DEConfig
     handler: Handler
-    gen: torch.Generator
+    rng: Random
     bounds: tuple     # (lower, upper, integer), each (N, 1, 1)
     args: tuple       # (P (n_p, B, 1), eq_tol)
     pop_size: int
@@ -172,25 +175,26 @@ class DE:
         idx = _de.sort_order(kf, kc)
         pop = Population(_de.take(X0, idx), _de.take(f, idx), _de.take(cv, idx))
         B = X0.shape[1]
-        t = torch.zeros((B, 1), dtype=torch.int64, device=X0.device)
-        return DEState(pop, _de.new_memory(self.cfg, X0.device, X0.dtype, (B,)), level0,
-                       level0, t)
+        xp = namespace(X0)
+        t = xp.zeros((B, 1), dtype=xp.int64, device=getattr(X0, "device", None))
+        return DEState(pop, _de.new_memory(self.cfg, X0, (B,)), level0, level0, t)
 
     def _schedule(self, like):
         """The epsilon factor per clock value 0..Tc (a host table built once: the level
         is ``level0 * table[t]``, the same numbers as the handler's formula, no sync)."""
-        if self._table is None or self._table.dtype != like.dtype:
-            one = torch.ones((), dtype=torch.float64)
+        if self._table is None or self._table.dtype != like.dtype or \
+                type(self._table) is not type(like):
+            one = np.ones((), dtype=np.float64)
             Tc = self.control_generations
             vals = [float(self.handler.next_level(one, one, t / Tc, None))
                     for t in range(Tc + 1)]
-            self._table = torch.tensor(vals, dtype=like.dtype, device=like.device)
+            self._table = asarray(vals, like, dtype=like.dtype)
         return self._table
 
     def advance(self, st: DEState):
         lower, upper, integer = self.bounds
         n, B, S = st.pop.X.shape
-        rnd = _de.draw(self.gen, self.cfg, n, S, lower.device, st.pop.X.dtype, (B,))
+        rnd = _de.draw(self.rng, self.cfg, n, S, st.pop.X.dtype, (B,))
         pop, mem, _ = self.step_fn(st.pop, st.mem, rnd, lower, upper, integer, *self.args,
                                    st.level)
         if self.repair is not None:
@@ -198,7 +202,7 @@ class DE:
         t = st.t + 1
         if self.handler.name == "epsilon":
             table = self._schedule(st.level0)
-            level = st.level0 * torch.take(table, t.clamp(max=len(table) - 1))
+            level = st.level0 * table[t.clip(max=table.shape[0] - 1)]
         else:
             level = self.handler.next_level(st.level, st.level0, 0.0, pop.cv[..., :1])
         return DEState(pop, mem, level, st.level0, t)
@@ -231,22 +235,24 @@ class DE:
 
     def restart(self, st: DEState, rows, X1, keep):
         P = self.args[0]
-        if rows.numel() == P.shape[1]:
+        if rows.shape[0] == P.shape[1]:
             return self.start(_inject(X1, keep))
-        sub = self._with_P(P.index_select(1, rows)).start(_inject(X1, keep))
+        sub = self._with_P(namespace(P).take(P, rows, axis=1)).start(_inject(X1, keep))
         return _put_rows(st, sub, rows)
 
     def compact(self, st: DEState, rows):
-        alg = self._with_P(self.args[0].index_select(1, rows))
-        return alg, _rows(st, lambda X: X.index_select(1, rows), lambda a: a.index_select(0, rows))
+        xp = namespace(rows)
+        alg = self._with_P(xp.take(self.args[0], rows, axis=1))
+        return alg, _rows(st, lambda X: xp.take(X, rows, axis=1),
+                          lambda a: xp.take(a, rows, axis=0))
 
 
 def _put_rows(st: DEState, sub: DEState, rows) -> DEState:
     """``st`` with its instances ``rows`` replaced by those of ``sub``."""
     def put(a, b):
-        return a.index_copy(0, rows, b)
+        return put_rows(a, 0, rows, b)
 
-    return DEState(Population(st.pop.X.index_copy(1, rows, sub.pop.X), put(st.pop.f, sub.pop.f),
+    return DEState(Population(put_rows(st.pop.X, 1, rows, sub.pop.X), put(st.pop.f, sub.pop.f),
                               put(st.pop.cv, sub.pop.cv)),
                    _de.Memory(put(st.mem.F, sub.mem.F), put(st.mem.CR, sub.mem.CR),
                               put(st.mem.slot, sub.mem.slot)),

@@ -1,4 +1,9 @@
-"""Device and dtype resolution, and the process-wide cache of compiled functions.
+"""Backend, device and dtype resolution, and the process-wide cache of compiled functions.
+
+The engine runs on NumPy or torch (see :mod:`._xp`); :func:`choose_backend` picks one
+(``backend="auto"``: NumPy for small work on the CPU without compilation, where torch's
+import and per-operation overhead cost more than the arithmetic).  Nothing here imports
+torch unless the torch backend or a CUDA device is asked for.
 
 Compiled functions are cached by generated source text, so every problem with the same
 structure (the same expressions up to parameter values) shares one compiled kernel
@@ -12,7 +17,11 @@ import numpy as np
 
 from .._errors import DeviceError, OptionError
 
-__all__ = ["resolve_device", "resolve_dtype", "compiled", "AUTO_CUDA_WORK"]
+__all__ = ["resolve_device", "resolve_dtype", "compiled", "AUTO_CUDA_WORK", "choose_backend",
+           "check_device", "numpy_dtype", "NUMPY_MAX_WORK", "BACKENDS"]
+
+#: ``backend`` option values.
+BACKENDS = ("auto", "numpy", "torch")
 
 _COMPILED: dict = {}
 
@@ -20,6 +29,66 @@ _COMPILED: dict = {}
 #: (individuals x variables x instances): below it, kernel launches and transfers cost
 #: more than the arithmetic, and the CPU works in float64.
 AUTO_CUDA_WORK = 200_000
+
+#: ``backend="auto"`` searches on NumPy (CPU, no compilation) while a generation handles
+#: fewer numbers than this (individuals x variables x instances); from there on
+#: ``compile="auto"`` compiles, which needs torch.  Measured with
+#: ``benchmarks/backend_threshold.py`` (eager DE generations on the CPU, interleaved): an
+#: eager NumPy generation cost 0.3-0.5x an eager torch one at every size from 120 to
+#: 200,000 numbers on the 2-core development machine, so NumPy serves all eager CPU work.
+NUMPY_MAX_WORK = 200_000
+
+
+def _cpu(device) -> bool:
+    """Whether ``device`` names the CPU (``"auto"`` counts: small work stays there)."""
+    if isinstance(device, str):
+        return device in ("auto", "cpu")
+    return getattr(device, "type", None) == "cpu"
+
+
+def check_device(device) -> None:
+    """Validate ``device`` early; ``"auto"`` and ``"cpu"`` without importing torch."""
+    if not (isinstance(device, str) and device in ("auto", "cpu")):
+        resolve_device(device)
+
+
+def choose_backend(backend, device, compile, work: int) -> str:
+    """``"numpy"`` or ``"torch"`` from the ``backend`` option.
+
+    ``"auto"``: NumPy when the device is the CPU (``"auto"`` or ``"cpu"``), compilation
+    is not forced (``compile`` not True) and ``work`` (individuals x variables x
+    instances) is below :data:`NUMPY_MAX_WORK` (then ``compile="auto"`` would not compile
+    either); torch otherwise.  ``"numpy"`` with a CUDA device or ``compile=True`` raises
+    :class:`OptionError` naming the conflict.
+    """
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise OptionError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got "
+                          f"{backend!r}")
+    if backend == "numpy":
+        if compile is True:
+            raise OptionError("backend='numpy' cannot compile: compile=True needs "
+                              "backend='torch' (or leave compile='auto')")
+        if not _cpu(device):
+            raise OptionError(f"backend='numpy' runs on the CPU: device={str(device)!r} "
+                              "needs backend='torch'")
+        return "numpy"
+    if backend == "torch":
+        return "torch"
+    small = work < NUMPY_MAX_WORK
+    return "numpy" if small and compile is not True and _cpu(device) else "torch"
+
+
+def numpy_dtype(dtype, work: int):
+    """The NumPy working dtype: explicit (a name, a NumPy or torch float type), or
+    float64 for small work, as :func:`resolve_dtype` on the CPU."""
+    if dtype is None:
+        return np.dtype(np.float64 if work < 2_000_000 else np.float32)
+    name = str(dtype).removeprefix("torch.")
+    if isinstance(dtype, type) and issubclass(dtype, np.generic):
+        name = np.dtype(dtype).name
+    if name not in ("float32", "float64"):
+        raise OptionError(f"unknown dtype {dtype!r}; use 'float32' or 'float64'")
+    return np.dtype(name)
 
 
 def resolve_device(device, work: int | None = None):
@@ -78,10 +147,34 @@ def resolve_dtype(dtype, device, work: int):
 
 
 def compiled(fn, key):
-    """``torch.compile(fn, dynamic=True)``, cached by ``key`` for the whole process."""
+    """``torch.compile(fn, dynamic=True)``, cached by ``key`` for the whole process.
+
+    Each key compiles its own copy of ``fn``'s code object.  Dynamo keeps its cache on
+    the code object and allows a few entries per code object
+    (``torch._dynamo.config.recompile_limit``, 8) before it runs that code eagerly: every
+    problem's step is the same closure code over a different generated fitness, so
+    without the copy a process that solves a ninth structure would silently lose
+    compilation.
+    """
     import torch
 
     hit = _COMPILED.get(key)
     if hit is None:
-        hit = _COMPILED[key] = torch.compile(fn, dynamic=True)
+        hit = _COMPILED[key] = torch.compile(_own_code(fn, len(_COMPILED)), dynamic=True)
     return hit
+
+
+def _own_code(fn, k: int):
+    """``fn`` with a code object of its own (same body, closure, defaults and globals);
+    callables that are not plain functions are returned as they are."""
+    import types
+
+    if not isinstance(fn, types.FunctionType):
+        return fn
+    code = fn.__code__.replace(co_name=f"{fn.__code__.co_name}__k{k}")
+    out = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__,
+                             fn.__closure__)
+    out.__kwdefaults__ = fn.__kwdefaults__
+    out.__dict__.update(fn.__dict__)
+    out.__wrapped_source__ = fn  # where it came from, for debugging
+    return out

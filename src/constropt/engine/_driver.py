@@ -19,112 +19,49 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
-import torch
 
-from ._de import take
 from ._ga import Population
 from ._ranking import better
 from ._status import Status
+from ._termination import _C, CODES, Termination, check, improved
+from ._xp import asarray, is_torch, namespace, take, to_numpy
 
 __all__ = ["Termination", "Outcome", "Instance", "DriverState", "Driver", "check", "CODES"]
-
-#: Stop codes (index) of the per-instance ``code`` counter; 0 = still running.
-CODES = (None, Status.MAX_GENERATIONS, Status.MAX_EVALS, Status.TIME_LIMIT, Status.TARGET,
-         Status.CALLBACK, Status.CONVERGED, Status.UNBOUNDED, Status.INTERRUPTED)
-_C = {s: k for k, s in enumerate(CODES) if s is not None}
-
-
-@dataclass(frozen=True)
-class Termination:
-    """When an instance stops (every criterion optional except ``max_generations``).
-
-    ``max_evals`` is the search's share of the evaluation budget (per instance); the
-    polish's share is kept apart by the caller.  ``target`` is in minimization sense.
-    ``collapse``: stop when the population is feasible and its objectives agree to
-    ``ftol``.  ``restarts``: on stagnation start again (best point kept) this many times
-    while the budget allows.
-    """
-
-    max_generations: int
-    max_evals: int | None = None
-    time_limit: float | None = None
-    target: float | None = None
-    stagnation: int = 60
-    ftol: float = 1e-10
-    check_every: int = 10
-    collapse: bool = True
-    restarts: int = 0
-
-
-def improved(f, cv, f_old, cv_old, ftol):
-    """Did the best point improve (elementwise, host arrays)?  Lower violation counts
-    when it drops by more than ``ftol`` (relative) or reaches 0; at equal zero
-    violation, a relative objective drop above ``ftol``."""
-    f, cv, f_old, cv_old = (np.asarray(a, dtype=np.float64) for a in (f, cv, f_old, cv_old))
-    with np.errstate(invalid="ignore", over="ignore"):
-        by_cv = (cv_old - cv > ftol * np.maximum(1.0, cv_old)) | (cv == 0.0)
-        finite = np.isfinite(f_old)
-        by_f = np.where(finite, f_old - f > ftol * np.maximum(1.0, np.abs(f_old)), f < f_old)
-    return np.where(cv < cv_old, by_cv, ~((cv > cv_old) | (cv > 0)) & by_f)
-
-
-def check(term: Termination, f, cv, f_old, cv_old, quiet, collapsed, settled,
-          time_up=False, stop=False):
-    """The termination rule, for every instance at once (host arrays of shape (B,)).
-
-    Returns ``(quiet, code)``: the stagnation counters after this check point and a stop
-    code per instance (0 = go on; see :data:`CODES`).  Order of precedence: target,
-    unbounded, time limit, stop request (callback), stagnation or collapse (only once
-    the algorithm has ``settled``: the epsilon schedule has run out).
-    """
-    quiet = np.where(improved(f, cv, f_old, cv_old, term.ftol), 0, quiet + term.check_every)
-    code = np.zeros(np.shape(f), dtype=np.int64)
-
-    def put(mask, status):
-        code[(code == 0) & mask] = _C[status]
-
-    feasible = np.asarray(cv) == 0
-    if term.target is not None:
-        put(feasible & (np.asarray(f) <= term.target), Status.TARGET)
-    put(feasible & (np.asarray(f) == -math.inf), Status.UNBOUNDED)
-    put(np.broadcast_to(bool(time_up), code.shape), Status.TIME_LIMIT)
-    put(np.broadcast_to(np.asarray(stop, dtype=bool), code.shape), Status.CALLBACK)
-    stalled = (quiet >= term.stagnation) | (term.collapse & np.asarray(collapsed, dtype=bool))
-    put(stalled & np.asarray(settled, dtype=bool), Status.CONVERGED)
-    return quiet, code
-
 
 class Best(NamedTuple):
     """Best point ever seen per row under feasibility rules: ``x`` (N, R), ``f``, ``cv``
     (R,)."""
 
-    x: torch.Tensor
-    f: torch.Tensor
-    cv: torch.Tensor
+    x: Any
+    f: Any
+    cv: Any
 
 
 def raw_best(pop: Population) -> Best:
     """Each row's best individual under feasibility rules, by ``gather`` (no sync)."""
-    cvmin = pop.cv.min(-1, keepdim=True).values
-    masked = torch.where(pop.cv == cvmin, pop.f, torch.full_like(pop.f, math.inf))
-    i = masked.argmin(-1, keepdim=True)
-    return Best(take(pop.X, i)[..., 0], pop.f.gather(-1, i)[:, 0], pop.cv.gather(-1, i)[:, 0])
+    xp = namespace(pop.f)
+    cvmin = xp.min(pop.cv, axis=-1, keepdims=True)
+    masked = xp.where(pop.cv == cvmin, pop.f, xp.full_like(pop.f, math.inf))
+    i = xp.argmin(masked, axis=-1, keepdims=True)
+    return Best(take(pop.X, i)[..., 0], take(pop.f, i)[:, 0], take(pop.cv, i)[:, 0])
 
 
 def merge(best: Best, pop: Population) -> Best:
     """The better of the stored best and the population's best, per row."""
     x, f, cv = raw_best(pop)
     win = better(f, cv, best.f, best.cv)
-    return Best(torch.where(win, x, best.x), torch.where(win, f, best.f),
-                torch.where(win, cv, best.cv))
+    xp = namespace(f)
+    return Best(xp.where(win, x, best.x), xp.where(win, f, best.f),
+                xp.where(win, cv, best.cv))
 
 
 @dataclass
 class DriverState:
-    """Everything needed to continue a run exactly (checkpoints): tensors only.
+    """Everything needed to continue a run exactly (checkpoints): arrays only (torch
+    tensors on the torch backend, NumPy arrays on NumPy).
 
     The algorithm state ``alg`` and ``best`` hold the ``R`` rows still in the batch
     (``rows`` their instance numbers, ``row_live`` which are still running); the other
@@ -136,24 +73,24 @@ class DriverState:
 
     alg: object
     best: Best
-    rows: torch.Tensor
-    row_live: torch.Tensor
-    g: torch.Tensor
-    nit: torch.Tensor
-    nfev: torch.Tensor
-    quiet: torch.Tensor
-    restarts: torch.Tensor
-    since: torch.Tensor
-    code: torch.Tensor
-    last_f: torch.Tensor
-    last_cv: torch.Tensor
-    final_x: torch.Tensor
-    final_f: torch.Tensor
-    final_cv: torch.Tensor
-    hist_f: torch.Tensor
-    hist_cv: torch.Tensor
-    hist_nfev: torch.Tensor
-    elapsed: torch.Tensor
+    rows: Any
+    row_live: Any
+    g: Any
+    nit: Any
+    nfev: Any
+    quiet: Any
+    restarts: Any
+    since: Any
+    code: Any
+    last_f: Any
+    last_cv: Any
+    final_x: Any
+    final_f: Any
+    final_cv: Any
+    hist_f: Any
+    hist_cv: Any
+    hist_nfev: Any
+    elapsed: Any
 
 
 class Instance(NamedTuple):
@@ -188,8 +125,15 @@ class Outcome:
         return self.instances[b]
 
 
-def _host(t):
-    return t.detach().cpu()
+def _host64(x):
+    """A float64 host copy, as the backend's host array (CPU tensor or ndarray)."""
+    if is_torch(x):
+        return x.detach().cpu().double()
+    return np.array(x, dtype=np.float64)
+
+
+def _np64(x) -> np.ndarray:
+    return np.asarray(to_numpy(x), dtype=np.float64)
 
 
 class Driver:
@@ -199,12 +143,12 @@ class Driver:
     ----------
     algorithm : GA or DE
     term : Termination
-    X0 : Tensor, shape (N, B, S), optional
+    X0 : array, shape (N, B, S), optional
         Initial populations (not needed with ``state``).
     state : DriverState, optional
         Continue from a checkpoint's state.
     new_population : callable, optional
-        ``new_population(k) -> Tensor (N, k, S)``: fresh populations for restarts.
+        ``new_population(k) -> array (N, k, S)``: fresh populations for restarts.
     monitor : callable, optional
         ``monitor(generation, nfev, population_of_instance_0, elapsed) -> bool`` at check
         points; True stops every instance (``CALLBACK``).
@@ -239,37 +183,38 @@ class Driver:
         self._t0 = time.perf_counter()
         self.state = state if state is not None else self._initial(X0)
         self._elapsed0 = float(self.state.elapsed)
-        self._rows_dev = self.state.rows.to(self.state.best.f.device)
+        self._rows_dev = asarray(self.state.rows, self.state.best.f)
 
     # -- set-up -------------------------------------------------------------------------
     def _initial(self, X0) -> DriverState:
         alg = self.algorithm.start(X0)
         best = raw_best(self.algorithm.population(alg))
         N, B, S = X0.shape
-        dev, dt = best.f.device, best.f.dtype
+        xp = namespace(best.f)  # device arrays on best.f's device; host ones on the CPU
+        dev, dt = getattr(best.f, "device", None), best.f.dtype
         cap = min(self.term.max_generations, 63) + 1
-        hist_f = torch.full((cap, B), math.nan, dtype=dt, device=dev)
-        hist_cv = torch.full((cap, B), math.nan, dtype=dt, device=dev)
+        hist_f = xp.full((cap, B), math.nan, dtype=dt, device=dev)
+        hist_cv = xp.full((cap, B), math.nan, dtype=dt, device=dev)
         hist_f[0], hist_cv[0] = best.f, best.cv
-        hist_nfev = torch.zeros((cap, B), dtype=torch.int64)
+        hist_nfev = xp.zeros((cap, B), dtype=xp.int64)
         hist_nfev[0] = S
-        z = torch.zeros(B, dtype=torch.int64)
+
+        def z(dtype=xp.int64, shape=(B,)):
+            return xp.zeros(shape, dtype=dtype)
         return DriverState(
-            alg=alg, best=best, rows=torch.arange(B), row_live=torch.ones(B, dtype=torch.bool),
-            g=torch.zeros((), dtype=torch.int64), nit=z.clone(), nfev=torch.full((B,), S),
-            quiet=z.clone(), restarts=z.clone(), since=z.clone(), code=z.clone(),
-            last_f=_host(best.f).double(), last_cv=_host(best.cv).double(),
-            final_x=torch.zeros((N, B), dtype=torch.float64),
-            final_f=torch.zeros(B, dtype=torch.float64),
-            final_cv=torch.zeros(B, dtype=torch.float64),
+            alg=alg, best=best, rows=xp.arange(B), row_live=xp.ones(B, dtype=xp.bool),
+            g=z(shape=()), nit=z(), nfev=xp.full((B,), S, dtype=xp.int64),
+            quiet=z(), restarts=z(), since=z(), code=z(),
+            last_f=_host64(best.f), last_cv=_host64(best.cv),
+            final_x=z(xp.float64, (N, B)), final_f=z(xp.float64), final_cv=z(xp.float64),
             hist_f=hist_f, hist_cv=hist_cv, hist_nfev=hist_nfev,
-            elapsed=torch.zeros((), dtype=torch.float64))
+            elapsed=z(xp.float64, ()))
 
     # -- inspection ---------------------------------------------------------------------
     @property
     def done(self) -> bool:
         """Whether every instance has stopped."""
-        return not bool(self.state.row_live.any())
+        return not bool(to_numpy(self.state.row_live).any())
 
     @property
     def generation(self) -> int:
@@ -280,9 +225,9 @@ class Driver:
 
     def _live(self):
         """Host arrays: the live rows' positions in the batch and instance numbers."""
-        rl = self.state.row_live.numpy()
+        rl = to_numpy(self.state.row_live)
         pos = np.flatnonzero(rl)
-        return pos, self.state.rows.numpy()[pos]
+        return pos, to_numpy(self.state.rows)[pos]
 
     # -- one generation -----------------------------------------------------------------
     def step(self) -> bool:
@@ -308,7 +253,7 @@ class Driver:
         S = alg.evals_per_step
         pos, ids = self._live()
         if term.max_evals is not None:  # the budget is checked before a generation runs
-            over = st.nfev.numpy()[ids] + S > term.max_evals
+            over = to_numpy(st.nfev)[ids] + S > term.max_evals
             if over.any():
                 self._finish(pos[over], Status.MAX_EVALS)
                 if self.done:
@@ -317,10 +262,10 @@ class Driver:
         st.alg = alg.advance(st.alg)
         st.best = merge(st.best, alg.population(st.alg))
         g = int(st.g) + 1
-        st.g.fill_(g)
+        st.g[...] = g
         for name in ("nit", "since"):
-            getattr(st, name).numpy()[ids] += 1
-        st.nfev.numpy()[ids] += S
+            to_numpy(getattr(st, name))[ids] += 1
+        to_numpy(st.nfev)[ids] += S
         hook_stop = False
         if self.on_generation is not None:
             hook_stop = bool(self.on_generation(st, alg))
@@ -337,7 +282,7 @@ class Driver:
             self._finish(*self._live()[:1], Status.MAX_GENERATIONS)
         if self.checkpoint is not None and self.checkpoint_every and \
                 g % self.checkpoint_every == 0 and not self.done:
-            st.elapsed.fill_(self.elapsed())
+            st.elapsed[...] = self.elapsed()
             self.checkpoint(st)
 
     def _record(self, g: int) -> None:
@@ -345,20 +290,22 @@ class Driver:
         cap = st.hist_f.shape[0]
         if g >= cap:  # the history grows as it fills (no room reserved for unrun gens)
             extra = min(cap, self.term.max_generations + 1 - cap)
-            st.hist_f = torch.cat([st.hist_f, torch.full_like(st.hist_f[:extra], math.nan)])
-            st.hist_cv = torch.cat([st.hist_cv, torch.full_like(st.hist_cv[:extra], math.nan)])
-            st.hist_nfev = torch.cat([st.hist_nfev, torch.zeros_like(st.hist_nfev[:extra])])
-        st.hist_f[g].index_copy_(0, self._rows_dev, st.best.f)
-        st.hist_cv[g].index_copy_(0, self._rows_dev, st.best.cv)
+            xp = namespace(st.hist_f)
+            st.hist_f = xp.concat([st.hist_f, xp.full_like(st.hist_f[:extra], math.nan)])
+            st.hist_cv = xp.concat([st.hist_cv, xp.full_like(st.hist_cv[:extra], math.nan)])
+            st.hist_nfev = xp.concat([st.hist_nfev, xp.zeros_like(st.hist_nfev[:extra])])
+        st.hist_f[g, self._rows_dev] = st.best.f
+        st.hist_cv[g, self._rows_dev] = st.best.cv
         st.hist_nfev[g] = st.nfev
 
     def _check(self, g: int, time_up: bool) -> None:
         """A check point: the only place device values are read (one transfer)."""
         st, term, alg = self.state, self.term, self.algorithm
         pop = alg.population(st.alg)
-        feasible = (pop.cv <= 0).all(-1).to(pop.f.dtype)
-        stats = _host(torch.stack([st.best.f, st.best.cv, feasible, pop.f.min(-1).values,
-                                   pop.f.max(-1).values])).double().numpy()
+        xp = namespace(pop.f)
+        feasible = xp.astype(xp.all(pop.cv <= 0, axis=-1), pop.f.dtype)
+        stats = _np64(xp.stack([st.best.f, st.best.cv, feasible, xp.min(pop.f, axis=-1),
+                                xp.max(pop.f, axis=-1)]))
         pos, ids = self._live()
         f, cv, feas, lo, hi = stats[:, pos]
         stop = False
@@ -370,32 +317,49 @@ class Driver:
         with np.errstate(invalid="ignore"):
             collapsed = (feas > 0) & np.isfinite(lo) & (term.ftol > 0) & \
                 (hi - lo <= term.ftol * np.maximum(1.0, np.abs(lo)))
-        quiet, code = check(term, f, cv, st.last_f.numpy()[ids], st.last_cv.numpy()[ids],
-                            st.quiet.numpy()[ids], collapsed,
-                            alg.settled(st.since.numpy()[ids]), time_up, stop)
-        st.quiet.numpy()[ids] = quiet
-        st.last_f.numpy()[ids], st.last_cv.numpy()[ids] = f, cv
+        quiet, code = check(term, f, cv, to_numpy(st.last_f)[ids], to_numpy(st.last_cv)[ids],
+                            to_numpy(st.quiet)[ids], collapsed,
+                            alg.settled(to_numpy(st.since)[ids]), time_up, stop)
+        to_numpy(st.quiet)[ids] = quiet
+        to_numpy(st.last_f)[ids], to_numpy(st.last_cv)[ids] = f, cv
         conv = code == _C[Status.CONVERGED]
         if conv.any() and term.restarts and self.new_population is not None:
             S = alg.evals_per_step
             room = np.ones(ids.size, dtype=bool) if term.max_evals is None else \
-                st.nfev.numpy()[ids] + (term.stagnation + 1) * S <= term.max_evals
-            again = conv & room & (st.restarts.numpy()[ids] < term.restarts)
+                to_numpy(st.nfev)[ids] + (term.stagnation + 1) * S <= term.max_evals
+            again = conv & room & (to_numpy(st.restarts)[ids] < term.restarts)
+            if term.restart_while_improving:
+                again &= self._paid(ids, f, cv)
             if again.any():
                 self._restart(pos[again], ids[again])
                 code[again] = 0
         for c in np.unique(code[code > 0]):
             self._finish(pos[code == c], CODES[c])
 
+    def _paid(self, ids, f, cv):
+        """Per instance: no restart yet, or the best improved since the last one (host
+        record, not in checkpoints: a resumed run may restart once more)."""
+        rec = getattr(self, "_at_restart", None)
+        if rec is None:
+            B = self.state.code.shape[0]
+            rec = self._at_restart = (np.full(B, np.inf), np.full(B, np.inf))
+        r_f, r_cv = rec[0][ids], rec[1][ids]
+        first = ~np.isfinite(r_f) & ~np.isfinite(r_cv)
+        return first | improved(f, cv, r_f, r_cv, self.term.ftol)
+
     def _restart(self, pos, ids) -> None:
         st = self.state
+        rec = getattr(self, "_at_restart", None)
+        if rec is not None:
+            rec[0][ids], rec[1][ids] = to_numpy(st.last_f)[ids], to_numpy(st.last_cv)[ids]
         X1 = self.new_population(len(pos))
-        sel = torch.as_tensor(pos, device=X1.device)
-        st.alg = self.algorithm.restart(st.alg, sel, X1, st.best.x.index_select(1, sel))
-        st.nfev.numpy()[ids] += X1.shape[-1]
-        st.restarts.numpy()[ids] += 1
-        st.quiet.numpy()[ids] = 0
-        st.since.numpy()[ids] = 0
+        sel = asarray(pos, X1)
+        keep = namespace(X1).take(st.best.x, sel, axis=1)
+        st.alg = self.algorithm.restart(st.alg, sel, X1, keep)
+        to_numpy(st.nfev)[ids] += X1.shape[-1]
+        to_numpy(st.restarts)[ids] += 1
+        to_numpy(st.quiet)[ids] = 0
+        to_numpy(st.since)[ids] = 0
 
     # -- stopping and compaction ----------------------------------------------------------
     def _stop_all(self, status: Status) -> None:
@@ -408,32 +372,33 @@ class Driver:
         st = self.state
         if len(pos) == 0:
             return
-        ids = st.rows.numpy()[pos]
-        st.code.numpy()[ids] = _C[status]
-        st.row_live.numpy()[pos] = False
-        sel = torch.as_tensor(pos, device=st.best.f.device)
-        st.final_x[:, ids] = _host(st.best.x.index_select(1, sel)).double()
-        st.final_f[ids] = _host(st.best.f.index_select(0, sel)).double()
-        st.final_cv[ids] = _host(st.best.cv.index_select(0, sel)).double()
-        X = _host(self.algorithm.population(st.alg).X.index_select(1, sel)).double().numpy()
+        ids = to_numpy(st.rows)[pos]
+        to_numpy(st.code)[ids] = _C[status]
+        to_numpy(st.row_live)[pos] = False
+        xp = namespace(st.best.f)
+        sel = asarray(pos, st.best.f)
+        st.final_x[:, ids] = _host64(xp.take(st.best.x, sel, axis=1))
+        st.final_f[ids] = _host64(xp.take(st.best.f, sel, axis=0))
+        st.final_cv[ids] = _host64(xp.take(st.best.cv, sel, axis=0))
+        X = _np64(xp.take(self.algorithm.population(st.alg).X, sel, axis=1))
         for k, b in enumerate(ids):
             self.populations[int(b)] = X[:, k]
-        live = np.flatnonzero(st.row_live.numpy())
+        live = np.flatnonzero(to_numpy(st.row_live))
         if live.size == 0 or live.size == len(st.row_live):
             return
         keep = live
         if keep.size < self.min_rows:  # pad with finished rows (their results are saved)
-            dead = np.flatnonzero(~st.row_live.numpy())
+            dead = np.flatnonzero(~to_numpy(st.row_live))
             keep = np.sort(np.concatenate([live, dead[: self.min_rows - live.size]]))
             if keep.size == len(st.row_live):
                 return
-        idx = torch.as_tensor(keep, device=st.best.f.device)
+        idx = asarray(keep, st.best.f)
         self.algorithm, st.alg = self.algorithm.compact(st.alg, idx)
-        st.best = Best(st.best.x.index_select(1, idx), st.best.f.index_select(0, idx),
-                       st.best.cv.index_select(0, idx))
-        st.rows = st.rows[torch.as_tensor(keep)]
-        st.row_live = st.row_live[torch.as_tensor(keep)]
-        self._rows_dev = st.rows.to(st.best.f.device)
+        st.best = Best(xp.take(st.best.x, idx, axis=1), xp.take(st.best.f, idx, axis=0),
+                       xp.take(st.best.cv, idx, axis=0))
+        st.rows = st.rows[asarray(keep, st.rows)]
+        st.row_live = st.row_live[asarray(keep, st.rows)]
+        self._rows_dev = asarray(st.rows, st.best.f)
 
     # -- the result ---------------------------------------------------------------------
     def outcome(self) -> Outcome:
@@ -442,15 +407,15 @@ class Driver:
             raise RuntimeError("the search is still running")
         st = self.state
         g = int(st.g)
-        hf = _host(st.hist_f[: g + 1]).double().numpy()
-        hc = _host(st.hist_cv[: g + 1]).double().numpy()
-        hn = st.hist_nfev[: g + 1].numpy()
+        hf = _np64(st.hist_f[: g + 1])
+        hc = _np64(st.hist_cv[: g + 1])
+        hn = to_numpy(st.hist_nfev[: g + 1])
         out = []
         snap = self.snap if self.snap is not None else (lambda X: X)
         for b in range(st.code.shape[0]):
             k = int(st.nit[b]) + 1
             out.append(Instance(
-                snap(st.final_x[:, b].numpy().copy()), float(st.final_f[b]),
+                snap(to_numpy(st.final_x[:, b]).copy()), float(st.final_f[b]),
                 float(st.final_cv[b]), int(st.nit[b]), int(st.nfev[b]),
                 CODES[int(st.code[b])], int(st.restarts[b]), hn[:k, b].copy(),
                 hf[:k, b].copy(), hc[:k, b].copy(), snap(self.populations[b])))

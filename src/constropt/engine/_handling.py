@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import torch
+from ._xp import median_low, namespace
 
 __all__ = ["Handler", "HANDLERS", "make_handler"]
 
@@ -52,47 +52,50 @@ class Handler:
     def keys(self, f, cv, level):
         """Comparison keys ``(kf, kcv)`` for raw ``f`` (min sense) and ``cv``.
 
-        ``level`` is a 0-d tensor: epsilon for ``"epsilon"``, the weight for
-        ``"penalty"``, ignored otherwise.
+        ``level`` is a 0-d array: epsilon for ``"epsilon"``, the weight for
+        ``"penalty"``, ignored otherwise.  NumPy arrays or torch tensors.
         """
         if self.name == "feasibility":
             return f, cv
+        xp = namespace(f)
         if self.name == "epsilon":
-            return f, torch.where(cv <= level, torch.zeros_like(cv), cv)
+            return f, xp.where(cv <= level, xp.zeros_like(cv), cv)
         if self.name == "penalty":
-            return torch.where(torch.isinf(cv), cv, f + level * cv), torch.zeros_like(cv)
+            return xp.where(xp.isinf(cv), cv, f + level * cv), xp.zeros_like(cv)
         # death
-        inf = torch.full_like(f, math.inf)
-        return torch.where(cv > 0, inf, f), torch.zeros_like(cv)
+        inf = xp.full_like(f, math.inf)
+        return xp.where(cv > 0, inf, f), xp.zeros_like(cv)
 
     def initial_level(self, f, cv):
-        """The level at generation 0 from the initial population (tensor, no sync).
+        """The level at generation 0 from the initial population (array, no sync).
 
         Computed along the last (population) axis: one level per instance of a batch.
         """
+        xp = namespace(f)
         if self.name == "epsilon":
-            finite = torch.where(torch.isfinite(cv), cv, torch.zeros_like(cv))
+            finite = xp.where(xp.isfinite(cv), cv, xp.zeros_like(cv))
             k = max(1, int(self.theta * cv.shape[-1]))
-            return torch.sort(finite, dim=-1).values[..., k - 1]
+            return xp.sort(finite, axis=-1)[..., k - 1]
         if self.name == "penalty":
-            scale = torch.where(torch.isfinite(f), f.abs(), torch.zeros_like(f))
-            return torch.clamp(scale.median(dim=-1).values, min=1.0)
-        return torch.zeros(f.shape[:-1], dtype=f.dtype, device=f.device)
+            scale = xp.where(xp.isfinite(f), xp.abs(f), xp.zeros_like(f))
+            return xp.clip(median_low(scale), min=1.0)
+        return xp.zeros(f.shape[:-1], dtype=f.dtype, device=getattr(f, "device", None))
 
     def next_level(self, level, level0, progress: float, best_cv):
         """The level for the next generation.
 
         ``progress`` is the schedule's clock (a Python float from host counters, no
-        device value); ``best_cv`` the best point's violation (tensor).
+        device value); ``best_cv`` the best point's violation (array).
         """
         if self.name == "epsilon":
             if progress >= self.control:
-                return torch.zeros_like(level)
+                return namespace(level).zeros_like(level)
             return level0 * (1.0 - progress / self.control) ** self.cp
         if self.name == "penalty":
-            grow = torch.where(best_cv > 0, torch.full_like(level, 1.1),
-                               torch.full_like(level, 1.0 / 1.05))
-            return torch.clamp(level * grow, min=1e-6, max=1e30)
+            xp = namespace(level)
+            grow = xp.where(best_cv > 0, xp.full_like(level, 1.1),
+                            xp.full_like(level, 1.0 / 1.05))
+            return xp.clip(level * grow, min=1e-6, max=1e30)
         return level
 
 

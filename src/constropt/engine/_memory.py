@@ -9,7 +9,10 @@ out-of-memory error during evaluation halves the chunk, warns, and carries on.
 
 from __future__ import annotations
 
+import sys
 import warnings
+
+from ._xp import namespace
 
 __all__ = ["available_bytes", "bytes_per_individual", "Chunked", "MemoryWarning", "OOMFallback"]
 
@@ -20,9 +23,9 @@ class MemoryWarning(UserWarning):
 
 def available_bytes(device) -> int:
     """Free memory on ``device`` (CUDA: ``mem_get_info``; CPU: MemAvailable)."""
-    import torch
-
     if getattr(device, "type", str(device)) == "cuda":
+        import torch
+
         free, _ = torch.cuda.mem_get_info(device)
         return int(free)
     try:
@@ -43,8 +46,7 @@ def bytes_per_individual(problem, itemsize: int) -> int:
 
 
 def _is_oom(exc: BaseException) -> bool:
-    import torch
-
+    torch = sys.modules.get("torch")  # a NumPy search never loads it
     oom = getattr(torch, "OutOfMemoryError", None)
     if oom is not None and isinstance(exc, oom):
         return True
@@ -55,7 +57,8 @@ def _is_oom(exc: BaseException) -> bool:
 
 
 class Chunked:
-    """``fn(X, *args) -> tuple of (..., S) tensors``, evaluated in chunks along dim -1.
+    """``fn(X, *args) -> tuple of (..., S) arrays``, evaluated in chunks along dim -1
+    (NumPy arrays or torch tensors).
 
     Parameters
     ----------
@@ -71,8 +74,6 @@ class Chunked:
         self.chunk = max(1, int(budget // max(per_individual, 1)))
 
     def __call__(self, X, *args):
-        import torch
-
         S = X.shape[-1]
         while True:
             if S <= self.chunk:
@@ -91,13 +92,14 @@ class Chunked:
                     raise
                 self._shrink(self.chunk)
                 continue
-            return tuple(torch.cat([p[k] for p in parts], dim=-1) for k in range(len(parts[0])))
+            xp = namespace(X)
+            return tuple(xp.concat([p[k] for p in parts], axis=-1)
+                         for k in range(len(parts[0])))
 
     def _shrink(self, size: int) -> None:
-        import torch
-
         self.chunk = max(1, size // 2)
-        if torch.cuda.is_available():
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_available():
             torch.cuda.empty_cache()
         warnings.warn(f"evaluation ran out of memory; continuing in chunks of {self.chunk} "
                       "individuals", MemoryWarning, stacklevel=3)

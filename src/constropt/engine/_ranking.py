@@ -7,12 +7,13 @@ already mapped to +inf by the generated code) is lower.  A NaN ``cv`` is treated
 
 Survival needs the ``k`` best of ``2k`` points, not a sorted population: :func:`select`
 finds them with one partial selection (``topk``) on an integer key that orders points
-exactly as the feasibility rules do, instead of two full stable sorts.
+exactly as the feasibility rules do, instead of two full stable sorts (torch only:
+NumPy sorts, which is cheap at the sizes the NumPy backend serves).
 """
 
 from __future__ import annotations
 
-import torch
+from ._xp import compiling, is_torch, namespace
 
 __all__ = ["clean", "better", "order", "rank_key", "select"]
 
@@ -27,7 +28,8 @@ def clean(f, cv):
     spills ``isnan`` to a scalar loop.
     """
     inf = float("inf")
-    return torch.where(f != f, inf, f), torch.where(cv != cv, inf, cv)
+    xp = namespace(f)
+    return xp.where(f != f, inf, f), xp.where(cv != cv, inf, cv)
 
 
 def better(f_a, cv_a, f_b, cv_b):
@@ -37,8 +39,9 @@ def better(f_a, cv_a, f_b, cv_b):
 
 def order(f, cv):
     """Permutation sorting points best-first: by ``cv``, ties by ``f`` (stable)."""
-    by_f = torch.argsort(f, stable=True)
-    by_cv = torch.argsort(cv[by_f], stable=True)
+    xp = namespace(f)
+    by_f = xp.argsort(f, stable=True)
+    by_cv = xp.argsort(cv[by_f], stable=True)
     return by_f[by_cv]
 
 
@@ -47,8 +50,11 @@ def _ordered_bits(v):
 
     Non-negative floats keep their bit pattern; a negative one maps to minus its
     magnitude bits, so larger magnitudes map to smaller integers and ``-0.0`` maps to
-    0 like ``+0.0``.  NaN must have been cleaned away.
+    0 like ``+0.0``.  NaN must have been cleaned away.  Torch tensors only (see
+    :func:`select`).
     """
+    import torch
+
     if v.dtype == torch.float32:
         b, mag = v.view(torch.int32), 0x7FFFFFFF
     elif v.dtype == torch.float64:
@@ -65,8 +71,10 @@ def rank_key(f, cv, kth_cv=None):
     For float64 they cannot, so the key is relative to ``kth_cv``, a violation level
     (the k-th smallest, see :func:`select`): points below it get the smallest key,
     points above it the largest, points at it are ranked by ``f``.  That key orders
-    every pair that decides which ``k`` points are the best.
+    every pair that decides which ``k`` points are the best.  Torch tensors only.
     """
+    import torch
+
     f, cv = clean(f, cv)
     if f.dtype == torch.float32 and cv.dtype == torch.float32:
         hi = _ordered_bits(cv).to(torch.int64) * 2**32
@@ -88,10 +96,12 @@ def select(f, cv, k: int):
     mode) it is one partial selection, ``topk``, on :func:`rank_key`, so the other
     ``k - 1`` come in no particular order; small eager inputs are fully sorted by
     :func:`order` instead, which costs fewer operator calls.  Fixed shapes, no host
-    synchronisation.
+    synchronisation.  NumPy arrays are always sorted.
     """
-    if not torch.compiler.is_compiling() and f.shape[0] <= SORT_MAX:  # no size guard
+    if not is_torch(f) or (not compiling() and f.shape[0] <= SORT_MAX):  # no size guard
         return order(f, cv)[:k]
+    import torch
+
     if f.dtype == torch.float32 and cv.dtype == torch.float32:
         vals, idx = torch.topk(rank_key(f, cv), k, largest=False, sorted=False)
         j = torch.argmin(vals)

@@ -5,8 +5,8 @@ For each chosen individual, the violated leaves give a residual ``r`` (``c`` for
 equality, ``max(c, 0)`` for an inequality) and Jacobian rows ``A``; the minimum-norm
 step ``dx = -A^T (A A^T + lambda I)^{-1} r`` moves it towards the feasible set, a few
 times.  This is the technique that lets epsilon-DE variants solve the equality-heavy
-CEC problems (G03, G05, G13, G17, G21).  Batched over individuals with
-``torch.linalg.solve``; integer genes are not moved.
+CEC problems (G03, G05, G13, G17, G21).  Batched over individuals with the namespace's
+``linalg.solve`` (NumPy or torch); integer genes are not moved.
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import torch
-
 from ._ga import Population
 from ._ranking import better
+from ._xp import Random, namespace
 
 __all__ = ["Repair"]
 
@@ -29,25 +28,25 @@ class Repair:
     Attributes
     ----------
     leaves, derivatives : callable
-        Generated ``leaves(X, P)`` and ``derivatives(X, P)`` (torch backend).
+        Generated ``leaves(X, P)`` and ``derivatives(X, P)`` of the search's backend.
     fit : callable
         ``X -> (fmin, cv)`` for the repaired points.
-    eq, active_rows : Tensor of bool, shape (L,)
+    eq, active_rows : array of bool, shape (L,)
         Which leaves are equalities; which may be used (conjunctive leaves).
-    free : Tensor of bool, shape (N, 1)
+    free : array of bool, shape (N, 1)
         Continuous genes (the ones repair may move).
     """
 
     leaves: Any
     derivatives: Any
     fit: Any
-    P: torch.Tensor
-    eq: torch.Tensor
-    active_rows: torch.Tensor
-    free: torch.Tensor
-    lower: torch.Tensor
-    upper: torch.Tensor
-    gen: torch.Generator
+    P: Any
+    eq: Any
+    active_rows: Any
+    free: Any
+    lower: Any
+    upper: Any
+    rng: Random
     count: int
     iters: int = 2
 
@@ -56,39 +55,41 @@ class Repair:
         return self.count * (2 * self.iters + 1)
 
     def newton(self, X):
+        xp = namespace(X)
         for _ in range(self.iters):
             _, C = self.leaves(X, self.P)
             _, J = self.derivatives(X, self.P)
-            r = torch.where(self.eq[:, None], C, C.clamp(min=0.0))
-            r = torch.where(torch.isfinite(r) & self.active_rows[:, None], r,
-                            torch.zeros_like(r))
+            C, J = xp.asarray(C, dtype=X.dtype), xp.asarray(J, dtype=X.dtype)
+            r = xp.where(self.eq[:, None], C, xp.clip(C, min=0.0))
+            r = xp.where(xp.isfinite(r) & self.active_rows[:, None], r, xp.zeros_like(r))
             use = (r != 0)[:, None, :] & self.free[None, :, :]
-            A = torch.where(use & torch.isfinite(J), J, torch.zeros_like(J)).permute(2, 0, 1)
-            M = A @ A.transpose(1, 2)
-            lam = 1e-12 * M.diagonal(dim1=1, dim2=2).sum(-1) + 1e-30
-            M = M + lam[:, None, None] * torch.eye(M.shape[-1], dtype=M.dtype,
-                                                   device=M.device)
-            y = torch.linalg.solve(M, r.T.unsqueeze(-1))
-            dx = -(A.transpose(1, 2) @ y).squeeze(-1).T
-            X = torch.minimum(torch.maximum(X + dx, self.lower), self.upper)
+            A = xp.permute_dims(xp.where(use & xp.isfinite(J), J, xp.zeros_like(J)), (2, 0, 1))
+            At = xp.permute_dims(A, (0, 2, 1))
+            M = A @ At
+            lam = 1e-12 * xp.sum(xp.linalg.diagonal(M), axis=-1) + 1e-30
+            M = M + lam[:, None, None] * xp.eye(M.shape[-1], dtype=M.dtype,
+                                                device=getattr(M, "device", None))
+            y = xp.linalg.solve(M, xp.permute_dims(r, (1, 0))[..., None])
+            dx = xp.permute_dims((At @ y)[..., 0], (1, 0))
+            X = xp.minimum(xp.maximum(X - dx, self.lower), self.upper)
         return X
 
     def __call__(self, pop: Population, keys) -> Population:
         """Repair some infeasible members of ``pop``; keep each repair that is better
         under the comparison ``keys(f, cv)``.  Returns the population (unsorted)."""
-        bad = torch.nonzero(pop.cv > 0).flatten()  # eager: data-dependent size is fine here
-        if bad.numel() == 0:
+        xp = namespace(pop.X)
+        bad = xp.nonzero(pop.cv > 0)[0]  # eager: data-dependent size is fine here
+        if bad.shape[0] == 0:
             return pop
-        pick = bad[torch.randperm(bad.numel(), generator=self.gen,
-                                  device=bad.device)[: self.count]]
+        pick = bad[self.rng.permutation(bad.shape[0])[: self.count]]
         Xr = self.newton(pop.X[:, pick])
         fr, cvr = self.fit(Xr)
         kf, kc = keys(pop.f[pick], pop.cv[pick])
         rf, rc = keys(fr, cvr)
         take = better(rf, rc, kf, kc)
-        X = pop.X.clone()
-        f, cv = pop.f.clone(), pop.cv.clone()
-        X[:, pick] = torch.where(take, Xr, X[:, pick])
-        f[pick] = torch.where(take, fr, f[pick])
-        cv[pick] = torch.where(take, cvr, cv[pick])
+        X = xp.asarray(pop.X, copy=True)
+        f, cv = xp.asarray(pop.f, copy=True), xp.asarray(pop.cv, copy=True)
+        X[:, pick] = xp.where(take, Xr, X[:, pick])
+        f[pick] = xp.where(take, fr, f[pick])
+        cv[pick] = xp.where(take, cvr, cv[pick])
         return Population(X, f, cv)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import torch
-
 from ._ranking import better
+from ._xp import namespace
 
 __all__ = ["tournament"]
 
@@ -14,15 +13,15 @@ def tournament(f, cv, idx):
 
     Parameters
     ----------
-    f, cv : Tensor, shape (S,)
+    f, cv : array, shape (S,)
         Minimization key and total violation of the population.
-    idx : Tensor of int32 or int64, shape (2, K)
+    idx : array of int32 or int64, shape (2, K)
         Random contestants (drawn outside, so the step stays pure).
 
     Returns
     -------
-    Tensor of idx's dtype, shape (K,)
+    array of idx's dtype, shape (K,)
         Index of each tournament's winner.
     """
     a, b = idx[0], idx[1]
-    return torch.where(better(f[a], cv[a], f[b], cv[b]), a, b)
+    return namespace(idx).where(better(f[a], cv[a], f[b], cv[b]), a, b)

@@ -1,15 +1,17 @@
 """Variation operators of the GA, vectorized over a variable-major population.
 
-All operators take their random numbers as tensors (drawn by the caller from a seeded
-generator), so they are pure, deterministic and ``torch.compile``-friendly.  Arrays are
-shaped ``(N, K)``: genes along dim 0, individuals along dim 1; bounds are ``(N, 1)``.
+All operators take their random numbers as arrays (drawn by the caller from a seeded
+generator), so they are pure, deterministic and ``torch.compile``-friendly, and work on
+NumPy arrays and torch tensors alike (the namespace of their inputs, :mod:`._xp`).
+Arrays are shaped ``(N, K)``: genes along dim 0, individuals along dim 1; bounds are
+``(N, 1)``.
 """
 
 from __future__ import annotations
 
-import torch
+from ._xp import namespace, take
 
-__all__ = ["sbx", "polynomial_mutation", "repair"]
+__all__ = ["sbx", "line_sbx", "polynomial_mutation", "local_mutation", "repair"]
 
 
 def sbx(p1, p2, lower, upper, u, do_gene, swap, eta: float):
@@ -17,44 +19,68 @@ def sbx(p1, p2, lower, upper, u, do_gene, swap, eta: float):
 
     Parameters
     ----------
-    p1, p2 : Tensor, shape (N, K)
+    p1, p2 : array, shape (N, K)
         Parent pairs.
-    lower, upper : Tensor, shape (N, 1)
-    u : Tensor, shape (N, K)
+    lower, upper : array, shape (N, 1)
+    u : array, shape (N, K)
         Uniform(0, 1) numbers for the spread factor.
-    do_gene : Tensor of bool, shape (N, K)
+    do_gene : array of bool, shape (N, K)
         Which genes cross (already combined with the per-pair crossover probability).
-    swap : Tensor of bool, shape (N, K)
+    swap : array of bool, shape (N, K)
         Which genes exchange children.
     eta : float
         Distribution index (larger: children closer to parents).
 
     Returns
     -------
-    (Tensor, Tensor), shapes (N, K)
+    (array, array), shapes (N, K)
     """
-    y1, y2 = torch.minimum(p1, p2), torch.maximum(p1, p2)
+    xp = namespace(p1)
+    y1, y2 = xp.minimum(p1, p2), xp.maximum(p1, p2)
     span = y2 - y1
     ok = do_gene & (span > 1e-14)
-    safe = torch.where(ok, span, torch.ones_like(span))
+    safe = xp.where(ok, span, xp.ones_like(span))
     e1 = 1.0 / (eta + 1.0)
 
     def child(beta):
-        alpha = 2.0 - beta.clamp(min=1.0) ** (-(eta + 1.0))
+        alpha = 2.0 - xp.clip(beta, min=1.0) ** (-(eta + 1.0))
         ua = u * alpha
         # one power of the selected branch (same values as powering both branches)
-        t = torch.where(u <= 1.0 / alpha, ua.clamp(min=0.0),
-                        1.0 / (2.0 - ua).clamp(min=1e-30))
+        t = xp.where(u <= 1.0 / alpha, xp.clip(ua, min=0.0),
+                     1.0 / xp.clip(2.0 - ua, min=1e-30))
         return t ** e1
 
     bq1 = child(1.0 + 2.0 * (y1 - lower) / safe)
     bq2 = child(1.0 + 2.0 * (upper - y2) / safe)
     c1 = 0.5 * ((y1 + y2) - bq1 * span)
     c2 = 0.5 * ((y1 + y2) + bq2 * span)
-    c1 = torch.minimum(torch.maximum(c1, lower), upper)
-    c2 = torch.minimum(torch.maximum(c2, lower), upper)
-    c1, c2 = torch.where(swap, c2, c1), torch.where(swap, c1, c2)
-    return torch.where(ok, c1, p1), torch.where(ok, c2, p2)
+    c1 = xp.minimum(xp.maximum(c1, lower), upper)
+    c2 = xp.minimum(xp.maximum(c2, lower), upper)
+    c1, c2 = xp.where(swap, c2, c1), xp.where(swap, c1, c2)
+    return xp.where(ok, c1, p1), xp.where(ok, c2, p2)
+
+
+def line_sbx(p1, p2, lower, upper, u, eta: float):
+    """Simulated binary crossover with one spread factor per pair (all genes cross, no
+    gene exchange): both children lie on the line through their parents.
+
+    Gene-wise SBX draws a spread factor per gene and sorts each gene's pair, which
+    breaks the correlation between genes: on a narrow feasible region that runs
+    diagonally to the axes (a ridge, an active constraint, an equality manifold) most
+    of its children land outside.  Sharing the factor keeps the parents' direction,
+    so children extend or interpolate along the region as the parents sample it.
+
+    ``p1``, ``p2`` (N, K); ``u`` (1, K) uniform numbers, one per pair; children are
+    clipped to the box.
+    """
+    xp = namespace(p1)
+    e1 = 1.0 / (eta + 1.0)
+    beta = xp.where(u <= 0.5, xp.clip(2.0 * u, min=0.0),
+                    1.0 / xp.clip(2.0 * (1.0 - u), min=1e-30)) ** e1
+    mid, half = 0.5 * (p1 + p2), 0.5 * (p1 - p2)
+    c1 = xp.minimum(xp.maximum(mid + beta * half, lower), upper)
+    c2 = xp.minimum(xp.maximum(mid - beta * half, lower), upper)
+    return c1, c2
 
 
 def polynomial_mutation(y, lower, upper, u, do_gene, eta: float):
@@ -62,26 +88,48 @@ def polynomial_mutation(y, lower, upper, u, do_gene, eta: float):
 
     ``y`` (N, K); ``u`` uniform numbers (N, K); ``do_gene`` which genes mutate.
     """
-    width = (upper - lower).clamp(min=1e-300)
+    xp = namespace(y)
+    width = xp.clip(upper - lower, min=1e-300)
     d1 = (y - lower) / width
     d2 = (upper - y) / width
     p = 1.0 / (eta + 1.0)
     lo_branch = u < 0.5
-    xy = torch.where(lo_branch, 1.0 - d1, 1.0 - d2).clamp(min=0.0)
+    xy = xp.clip(xp.where(lo_branch, 1.0 - d1, 1.0 - d2), min=0.0)
     xe = xy ** (eta + 1.0)
     val_lo = 2.0 * u + (1.0 - 2.0 * u) * xe
     val_hi = 2.0 * (1.0 - u) + 2.0 * (u - 0.5) * xe
-    r = torch.where(lo_branch, val_lo, val_hi).clamp(min=0.0) ** p  # one power
-    dq = torch.where(lo_branch, r - 1.0, 1.0 - r)
+    r = xp.clip(xp.where(lo_branch, val_lo, val_hi), min=0.0) ** p  # one power
+    dq = xp.where(lo_branch, r - 1.0, 1.0 - r)
     out = y + dq * width
-    out = torch.minimum(torch.maximum(out, lower), upper)
-    return torch.where(do_gene, out, y)
+    out = xp.minimum(xp.maximum(out, lower), upper)
+    return xp.where(do_gene, out, y)
+
+
+def local_mutation(y, lower, upper, u, do_gene, width, eta: float):
+    """Polynomial mutation on a local scale: steps of the unbounded polynomial
+    distribution times ``width`` (N, 1), the population's current spread per gene,
+    instead of the box width, then clipped to the box.
+
+    Late in a run the population has contracted around the optimum and a step of the
+    box's scale almost never lands closer; a step of the population's scale does (the
+    GA's counterpart of an evolution strategy's adapted step size).  ``u`` (N, K)
+    uniform numbers; ``do_gene`` (N, K) which genes mutate; ``y`` (N, K).
+    """
+    xp = namespace(y)
+    p = 1.0 / (eta + 1.0)
+    lo_branch = u < 0.5
+    base = xp.clip(xp.where(lo_branch, 2.0 * u, 2.0 * (1.0 - u)), min=0.0)
+    r = base ** p  # one power; r in [0, 1], near 1 for most u
+    dq = xp.where(lo_branch, r - 1.0, 1.0 - r)
+    out = xp.minimum(xp.maximum(y + dq * width, lower), upper)
+    return xp.where(do_gene, out, y)
 
 
 def repair(X, lower, upper, integer):
     """Clip to the box and round integer genes (``integer`` is a bool (N, 1) mask)."""
-    X = torch.minimum(torch.maximum(X, lower), upper)
-    return torch.where(integer, torch.round(X), X)
+    xp = namespace(X)
+    X = xp.minimum(xp.maximum(X, lower), upper)
+    return xp.where(integer, xp.round(X), X)
 
 
 def snap(X, values):
@@ -89,18 +137,19 @@ def snap(X, values):
 
     Parameters
     ----------
-    X : Tensor, shape (N, S)
+    X : array, shape (N, S)
         Population, variable-major.
-    values : Tensor, shape (N, K)
+    values : array, shape (N, K)
         Allowed values per gene, padded with ``inf``; a row of ``inf`` leaves that gene
         unchanged.
 
     Returns
     -------
-    Tensor, shape (N, S)
+    array, shape (N, S)
     """
-    d = (X[:, None, :] - values[:, :, None]).abs()  # (N, K, S); inf for padding
-    k = d.argmin(1, keepdim=True)
-    near = torch.gather(values[:, :, None].expand_as(d), 1, k).squeeze(1)
-    has = torch.isfinite(values).any(1, keepdim=True)
-    return torch.where(has, near, X)
+    xp = namespace(X)
+    d = xp.abs(X[:, None, :] - values[:, :, None])  # (N, K, S); inf for padding
+    k = xp.argmin(d, axis=1)                        # (N, S)
+    near = take(values, k)                          # values[i, k[i, s]]
+    has = xp.any(xp.isfinite(values), axis=1, keepdims=True)
+    return xp.where(has, near, X)

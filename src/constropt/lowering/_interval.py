@@ -22,19 +22,17 @@ from __future__ import annotations
 
 import math
 
-import torch
-
 from . import _rt_interval as ri
 from . import _rt_interval_logic as rl
-from . import _rt_torch
 from ._graph import Graph
 from ._rt_interval import Bv, Iv
+from ._xp import ops
 
 __all__ = ["IntervalProgram", "reachable"]
 
 inf = math.inf
-_BINARY = {"div": ri.div, "pow": ri.pow, "atan2": ri.atan2, "mod": ri.mod,
-           "min": ri.minimum, "max": ri.maximum, "heaviside": rl.heaviside}
+_BINARY = {"div": ri.div, "pow": ri.pow, "atan2": rl.atan2, "mod": rl.mod,
+           "min": rl.minimum, "max": rl.maximum, "heaviside": rl.heaviside}
 _FN = {k: getattr(ri, k) for k in (
     "exp", "sin", "cos", "tan", "atan", "sinh", "cosh", "tanh", "asinh", "abs", "floor",
     "ceil", "sign", "asin", "acos", "acosh", "atanh", "log", "sqrt", "rsqrt")}
@@ -95,42 +93,43 @@ class IntervalProgram:
         ``(P_lo, P_hi)`` (parameters known only to lie in a range).
         """
         g = self.graph
-        like = lo.new_zeros(())
+        xp = ops(lo)
+        like = xp.asarray(0.0, lo)
         vals: dict = {}
         order = self.order if only is None else self.order_for(only)
         for n in order:
             key = g.nodes[n]
-            vals[n] = self._node(key, vals, lo, hi, P, like)
+            vals[n] = self._node(key, vals, lo, hi, P, like, xp)
         return vals
 
-    def _node(self, key, v, lo, hi, P, like):  # noqa: C901 - one dispatch table
+    def _node(self, key, v, lo, hi, P, like, xp):  # noqa: C901 - one dispatch table
         op = key[0]
         if op == "const":
             return ri.point(key[1], like)
         if op == "nan":
-            return Iv(like + inf, like - inf, like.new_ones((), dtype=torch.bool))
+            return Iv(like + inf, like - inf, xp.bool_scalar(True, like))
         if op in ("true", "false"):
             return rl.const_bool(op == "true", like)
         if op == "var":
-            return Iv(lo[key[1]], hi[key[1]], torch.zeros_like(lo[key[1]], dtype=torch.bool))
+            return Iv(lo[key[1]], hi[key[1]], xp.false_like(lo[key[1]]))
         if op == "param":
             if isinstance(P, tuple):
-                return Iv(P[0][key[1]], P[1][key[1]], like.new_zeros((), dtype=torch.bool))
+                return Iv(P[0][key[1]], P[1][key[1]], xp.bool_scalar(False, like))
             return ri.point(P[key[1]], like)
         if op == "index":
-            return ri.point(_rt_torch.index(*key[1:], lo, lo.dtype), like)
+            return ri.point(xp.index(*key[1:], lo, lo.dtype), like)
         if op in ("slice", "bsum"):
             a, b, step = key[1:4]
             ends = (lo[a:b:step], hi[a:b:step])
             if op == "bsum":
-                iv = Iv(*ends, torch.zeros((), dtype=torch.bool, device=lo.device))
+                iv = Iv(*ends, xp.bool_scalar(False, like))
                 return rl.rsum(iv, 0, 0)
             d, D = key[4:]
-            ends = tuple(_rt_torch.lift(t, d, D, lo.dtype) for t in ends)
-            return Iv(*ends, torch.zeros((), dtype=torch.bool, device=lo.device))
+            ends = tuple(xp.lift(t, d, D, lo.dtype) for t in ends)
+            return Iv(*ends, xp.bool_scalar(False, like))
         if op == "grid":
-            ends = tuple(_rt_torch.grid(t, key[1], key[2], key[3], lo.dtype) for t in (lo, hi))
-            return Iv(*ends, torch.zeros((), dtype=torch.bool, device=lo.device))
+            ends = tuple(xp.grid(t, key[1], key[2], key[3], lo.dtype) for t in (lo, hi))
+            return Iv(*ends, xp.bool_scalar(False, like))
         if op == "add":
             return ri.add(*(v[a] for a in key[1:]))
         if op == "mul":
@@ -168,7 +167,7 @@ class IntervalProgram:
             return rl.rprod(v[key[1]], key[2], key[3])
         if op == "minkey":
             a = v[key[1]]
-            return Iv(a.lo, torch.where(a.nan, inf, a.hi), torch.zeros_like(a.nan))
+            return Iv(a.lo, xp.where(a.nan, inf, a.hi), xp.false_like(a.nan))
         raise AssertionError(f"no inclusion function for node {op}")  # pragma: no cover
 
     # -- backward ----------------------------------------------------------------------
@@ -194,24 +193,26 @@ class IntervalProgram:
         empty : Tensor of bool, shape (B,)
             Boxes proven to contain no point where all targets hold.
         """
-        empty = torch.zeros(lo.shape[1:], dtype=torch.bool, device=lo.device)
+        xp = ops(lo)
+        empty = xp.zeros_bool(lo.shape[1:], lo)
         order = self.order_for([t[0] for t in targets])
         for _ in range(rounds):
             vals = self.forward(lo, hi, P, only=[t[0] for t in targets])
             lo, hi, emp = self._backward(vals, lo, hi, targets, order)
             if integer is not None and bool(integer.any()):
-                col = integer.reshape(-1, *([1] * (lo.dim() - 1)))
-                lo = torch.where(col, torch.ceil(lo), lo)
-                hi = torch.where(col, torch.floor(hi), hi)
+                col = integer.reshape(-1, *([1] * (lo.ndim - 1)))
+                lo = xp.where(col, xp.ceil(lo), lo)
+                hi = xp.where(col, xp.floor(hi), hi)
             empty = empty | emp | (lo > hi).any(0)
         return lo, hi, empty
 
     def _backward(self, vals, lo, hi, targets, order, want=None):  # noqa: C901
-        """One backward sweep; ``want`` (a dict, optional) receives the node ranges the
-        targets imply (valid at the feasible points of each box)."""
+        """One backward sweep; ``want`` (an empty dict, optional) receives the node ranges
+        the targets imply (valid at the feasible points of each box)."""
         g = self.graph
+        xp = ops(lo)
         batch = lo.shape[1:]
-        empty = torch.zeros(batch, dtype=torch.bool, device=lo.device)
+        empty = xp.zeros_bool(batch, lo)
         want = {} if want is None else want
 
         def push(n, t: Iv):
@@ -221,13 +222,12 @@ class IntervalProgram:
                 if not isinstance(cur, Iv):
                     return
                 cur = Iv(cur.lo, cur.hi, cur.nan)
-            want[n] = Iv(torch.maximum(cur.lo, t.lo), torch.minimum(cur.hi, t.hi), cur.nan)
+            want[n] = Iv(xp.maximum(cur.lo, t.lo), xp.minimum(cur.hi, t.hi), cur.nan)
 
         for n, tlo, thi in targets:
             like = vals[n].lo
-            push(n, Iv(torch.as_tensor(tlo, dtype=like.dtype, device=like.device),
-                       torch.as_tensor(thi, dtype=like.dtype, device=like.device), False))
-        new_lo, new_hi = lo.clone(), hi.clone()
+            push(n, Iv(xp.asarray(tlo, like), xp.asarray(thi, like), False))
+        new_lo, new_hi = xp.copy(lo), xp.copy(hi)
         def now(a):  # the narrowest range known for node a (its consumers came first)
             w = want.get(a)
             return vals[a] if w is None else w
@@ -237,20 +237,20 @@ class IntervalProgram:
             if t is None:
                 continue
             e = ~(t.lo <= t.hi)
-            if e.dim() <= len(batch):
+            if e.ndim <= len(batch):
                 empty = empty | e
             key = g.nodes[n]
             op = key[0]
             if op == "var":
                 k = key[1]
-                new_lo[k] = torch.maximum(new_lo[k], t.lo)
-                new_hi[k] = torch.minimum(new_hi[k], t.hi)
+                new_lo[k] = xp.maximum(new_lo[k], t.lo)
+                new_hi[k] = xp.minimum(new_hi[k], t.hi)
                 continue
             if op not in _STRICT:
                 continue
             args = [a for a in g.operands(key)]
             av = [vals[a] for a in args]
-            if any(not isinstance(a, Iv) or a.lo.dim() > len(batch) for a in av):
+            if any(not isinstance(a, Iv) or a.lo.ndim > len(batch) for a in av):
                 continue  # summation bodies: no backward rule
             if op == "add":
                 for i, o in _others(av, ri.add):
@@ -276,10 +276,10 @@ class IntervalProgram:
                     push(args[0], inv)
             elif op == "min":
                 for a in args:
-                    push(a, Iv(t.lo, torch.full_like(t.lo, inf), t.nan))
+                    push(a, Iv(t.lo, xp.full_like(t.lo, inf), t.nan))
             elif op == "max":
                 for a in args:
-                    push(a, Iv(torch.full_like(t.hi, -inf), t.hi, t.nan))
+                    push(a, Iv(xp.full_like(t.hi, -inf), t.hi, t.nan))
         return new_lo, new_hi, empty
 
 
@@ -298,7 +298,8 @@ def _others(av, combine):
 
 
 def _entire(like) -> Iv:
-    return Iv(torch.full_like(like, -inf), torch.full_like(like, inf), False)
+    xp = ops(like)
+    return Iv(xp.full_like(like, -inf), xp.full_like(like, inf), False)
 
 
 def _inv_mul(t: Iv, o: Iv, cur: Iv | None = None) -> Iv:
@@ -306,70 +307,81 @@ def _inv_mul(t: Iv, o: Iv, cur: Iv | None = None) -> Iv:
     current range ``cur`` of ``x``, a ``t`` that excludes 0 over an ``o`` that
     contains it uses extended division: two half-lines, each intersected with ``cur``
     before their hull (``b = a / t``, ``t <= 12560``, ``b >= 0`` gives ``b >= a / 12560``)."""
-    q = ri.div(Iv(t.lo, t.hi, torch.zeros_like(t.lo, dtype=torch.bool)), o)
+    xp = ops(t.lo)
+    q = ri.div(Iv(t.lo, t.hi, xp.false_like(t.lo)), o)
     free = (t.lo <= 0) & (t.hi >= 0) & (o.lo <= 0) & (o.hi >= 0)
-    lo, hi = torch.where(free, -inf, q.lo), torch.where(free, inf, q.hi)
+    lo, hi = xp.where(free, -inf, q.lo), xp.where(free, inf, q.hi)
     if cur is None:
         return Iv(lo, hi, q.nan)
     pos, neg = t.lo > 0, t.hi < 0
     split = (pos | neg) & (o.lo <= 0) & (o.hi >= 0)
-    num = torch.where(pos, t.lo, t.hi)
-    l_ok = torch.where(pos, o.lo < 0, o.hi > 0)  # x <= num / l_den
-    r_ok = torch.where(pos, o.hi > 0, o.lo < 0)  # x >= num / r_den
+    num = xp.where(pos, t.lo, t.hi)
+    l_ok = xp.where(pos, o.lo < 0, o.hi > 0)  # x <= num / l_den
+    r_ok = xp.where(pos, o.hi > 0, o.lo < 0)  # x >= num / r_den
     # the left piece has x < 0, the right one x > 0 (so x <= 0 and x >= 0 hold)
-    l_hi = torch.minimum(cur.hi, torch.clamp(ri.up(num / torch.where(pos, o.lo, o.hi)),
-                                             max=0.0))
-    r_lo = torch.maximum(cur.lo, torch.clamp(ri.down(num / torch.where(pos, o.hi, o.lo)),
-                                             min=0.0))
+    l_hi = xp.minimum(cur.hi, xp.clamp(ri.up(num / xp.where(pos, o.lo, o.hi)), max=0.0))
+    r_lo = xp.maximum(cur.lo, xp.clamp(ri.down(num / xp.where(pos, o.hi, o.lo)), min=0.0))
     l_ok = l_ok & (cur.lo <= l_hi) & (cur.lo < 0)
     r_ok = r_ok & (r_lo <= cur.hi) & (cur.hi > 0)
-    s_lo = torch.where(l_ok, cur.lo, torch.where(r_ok, r_lo, inf))
-    s_hi = torch.where(r_ok, cur.hi, torch.where(l_ok, l_hi, -inf))
-    return Iv(torch.where(split, s_lo, lo), torch.where(split, s_hi, hi), q.nan)
+    s_lo = xp.where(l_ok, cur.lo, xp.where(r_ok, r_lo, inf))
+    s_hi = xp.where(r_ok, cur.hi, xp.where(l_ok, l_hi, -inf))
+    return Iv(xp.where(split, s_lo, lo), xp.where(split, s_hi, hi), q.nan)
 
 
 def _root(v, k: float, up: bool):
-    """``|v| ** (1/k)`` rounded outward (for the magnitudes of targets)."""
-    r = torch.abs(v) ** (1.0 / k)
-    return ri.wup(r) if up else torch.clamp(ri.wdown(r), min=0.0)
+    """``|v| ** (1/k)`` rounded outward (for the magnitudes of targets).  Square roots
+    and reciprocals use the correctly rounded operations (the same bits on NumPy and
+    torch), other powers the library's ``pow`` (widened like a transcendental)."""
+    xp = ops(v)
+    if k == 2:
+        r = xp.sqrt(xp.abs(v))
+    elif k == -1:
+        r = 1.0 / xp.abs(v)
+    else:
+        r = xp.abs(v) ** (1.0 / k)
+    return ri.wup(r) if up else xp.clamp(ri.wdown(r), min=0.0)
 
 
 def _even_preimage(t: Iv, cur: Iv, inner_lo, inner_hi) -> Iv:
     """``[-hi, -lo] U [lo, hi]`` intersected with ``cur``, as one interval."""
-    nlo, nhi = torch.maximum(-inner_hi, cur.lo), torch.minimum(-inner_lo, cur.hi)
-    plo, phi = torch.maximum(inner_lo, cur.lo), torch.minimum(inner_hi, cur.hi)
+    xp = ops(cur.lo)
+    nlo, nhi = xp.maximum(-inner_hi, cur.lo), xp.minimum(-inner_lo, cur.hi)
+    plo, phi = xp.maximum(inner_lo, cur.lo), xp.minimum(inner_hi, cur.hi)
     neg_ok, pos_ok = nlo <= nhi, plo <= phi
-    lo = torch.where(neg_ok, nlo, torch.where(pos_ok, plo, inf))
-    hi = torch.where(pos_ok, phi, torch.where(neg_ok, nhi, -inf))
+    lo = xp.where(neg_ok, nlo, xp.where(pos_ok, plo, inf))
+    hi = xp.where(pos_ok, phi, xp.where(neg_ok, nhi, -inf))
     return Iv(lo, hi, cur.nan)
 
 
 def _inv_powi(t: Iv, n: int, cur: Iv) -> Iv:
+    xp = ops(t.lo)
     if n % 2:
-        lo = torch.where(t.lo < 0, -_root(t.lo, n, True), _root(t.lo, n, False))
-        hi = torch.where(t.hi < 0, -_root(t.hi, n, False), _root(t.hi, n, True))
+        lo = xp.where(t.lo < 0, -_root(t.lo, n, True), _root(t.lo, n, False))
+        hi = xp.where(t.hi < 0, -_root(t.hi, n, False), _root(t.hi, n, True))
         return Iv(lo, hi, t.nan)
-    ilo = torch.where(t.lo > 0, _root(t.lo, n, False), 0.0)
-    ihi = torch.where(t.hi >= 0, _root(t.hi, n, True), -inf)
+    ilo = xp.where(t.lo > 0, _root(t.lo, n, False), 0.0)
+    ihi = xp.where(t.hi >= 0, _root(t.hi, n, True), -inf)
     return _even_preimage(t, cur, ilo, ihi)
 
 
 def _inv_powf(t: Iv, e: float) -> Iv:
-    tlo = torch.clamp(t.lo, min=0.0)
+    xp = ops(t.lo)
+    tlo = xp.clamp(t.lo, min=0.0)
     a = _root(tlo, e, False) if e > 0 else _root(tlo, e, True)
     b = _root(t.hi, e, True) if e > 0 else _root(t.hi, e, False)
     if e > 0:
-        return Iv(a, torch.where(t.hi < 0, -inf, b), t.nan)
-    return Iv(torch.where(t.hi <= 0, inf, b), a, t.nan)
+        return Iv(a, xp.where(t.hi < 0, -inf, b), t.nan)
+    return Iv(xp.where(t.hi <= 0, inf, b), a, t.nan)
 
 
 def _inv_fn(name: str, t: Iv, cur: Iv):
-    tt = Iv(t.lo, t.hi, torch.zeros_like(t.lo, dtype=torch.bool))
+    xp = ops(t.lo)
+    tt = Iv(t.lo, t.hi, xp.false_like(t.lo))
     if name == "sqrt":
-        return ri.powi(Iv(torch.clamp(t.lo, min=0.0), t.hi, tt.nan), 2)
+        return ri.powi(Iv(xp.clamp(t.lo, min=0.0), t.hi, tt.nan), 2)
     if name == "exp":
         r = ri.log(tt)
-        return Iv(torch.where(t.lo <= 0, -inf, r.lo), r.hi, t.nan)
+        return Iv(xp.where(t.lo <= 0, -inf, r.lo), r.hi, t.nan)
     if name == "log":
         return ri.exp(tt)
     if name == "sinh":
@@ -378,29 +390,29 @@ def _inv_fn(name: str, t: Iv, cur: Iv):
         return ri.sinh(tt)
     if name == "tanh":
         r = ri.atanh(tt)
-        return Iv(torch.where(t.lo <= -1, -inf, r.lo), torch.where(t.hi >= 1, inf, r.hi), t.nan)
+        return Iv(xp.where(t.lo <= -1, -inf, r.lo), xp.where(t.hi >= 1, inf, r.hi), t.nan)
     if name == "atan":
         half = math.pi / 2 * (1 - 1e-15)
-        r = ri.tan(Iv(torch.clamp(t.lo, min=-half), torch.clamp(t.hi, max=half), tt.nan))
-        return Iv(torch.where(t.lo <= -half, -inf, r.lo), torch.where(t.hi >= half, inf, r.hi),
+        r = ri.tan(Iv(xp.clamp(t.lo, min=-half), xp.clamp(t.hi, max=half), tt.nan))
+        return Iv(xp.where(t.lo <= -half, -inf, r.lo), xp.where(t.hi >= half, inf, r.hi),
                   t.nan)
     if name in ("sin", "cos"):
         # invert only on one monotone piece: sin on [-pi/2, pi/2], cos on [0, pi]
         half = math.pi / 2  # the floats pi/2 and pi are below the true values
         lo_ok, hi_ok = (-half, half) if name == "sin" else (0.0, math.pi)
         inside = (cur.lo >= lo_ok) & (cur.hi <= hi_ok)
-        tc = Iv(torch.clamp(t.lo, min=-1.0, max=1.0), torch.clamp(t.hi, min=-1.0, max=1.0),
+        tc = Iv(xp.clamp(t.lo, min=-1.0, max=1.0), xp.clamp(t.hi, min=-1.0, max=1.0),
                 tt.nan)
         r = ri.asin(tc) if name == "sin" else ri.acos(tc)
         empty = (t.lo > 1) | (t.hi < -1)
-        lo = torch.where(inside, torch.where(empty, inf, r.lo), -inf)
-        hi = torch.where(inside, torch.where(empty, -inf, r.hi), inf)
+        lo = xp.where(inside, xp.where(empty, inf, r.lo), -inf)
+        hi = xp.where(inside, xp.where(empty, -inf, r.hi), inf)
         return Iv(lo, hi, t.nan)
     if name == "abs":
-        return _even_preimage(t, cur, torch.clamp(t.lo, min=0.0), t.hi)
+        return _even_preimage(t, cur, xp.clamp(t.lo, min=0.0), t.hi)
     if name == "cosh":
-        r = ri.acosh(Iv(torch.clamp(t.lo, min=1.0), torch.clamp(t.hi, min=1.0), tt.nan))
-        ilo = torch.where(t.lo > 1, r.lo, 0.0)
-        ihi = torch.where(t.hi >= 1, r.hi, -inf)
-        return _even_preimage(t, cur, torch.clamp(ilo, min=0.0), ihi)
+        r = ri.acosh(Iv(xp.clamp(t.lo, min=1.0), xp.clamp(t.hi, min=1.0), tt.nan))
+        ilo = xp.where(t.lo > 1, r.lo, 0.0)
+        ihi = xp.where(t.hi >= 1, r.hi, -inf)
+        return _even_preimage(t, cur, xp.clamp(ilo, min=0.0), ihi)
     return None

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import math
 
-import torch
-
 from . import _rt_interval as ri
 from ._graph import Graph, Layout
 from ._interval import IntervalProgram, reachable
 from ._rt_interval import Iv
+from ._xp import ops
 
 __all__ = ["IntervalModel", "graph_gradient"]
 
@@ -132,25 +131,26 @@ class IntervalModel:
         infeasible : Tensor of bool, shape (B,)
             Only with ``eq_tol``: boxes where a constraint's mean-value form excludes it.
         """
+        xp = ops(lo)
         B = lo.shape[1]
-        width = torch.where(torch.isfinite(hi - lo), hi - lo, torch.finfo(lo.dtype).max)
+        width = xp.where(xp.isfinite(hi - lo), hi - lo, xp.finfo(lo).max)
         pairs = [(self.f, self.grad)]
         if self.lagrangian is not None and bool((P[self.n_params:] != 0).any()):
             pairs.append((self.lagrangian, self.lag_grad))
         mv = [(v, gr) for v, gr in pairs if gr is not None and self.smooth(v)]
-        c = torch.clamp(lo + 0.5 * (hi - lo), min=lo, max=hi)
-        c = torch.where(torch.isfinite(c), c, torch.where(torch.isfinite(lo), lo, torch.where(
-            torch.isfinite(hi), hi, 0.0)))
+        c = xp.clamp(lo + 0.5 * (hi - lo), min=lo, max=hi)
+        c = xp.where(xp.isfinite(c), c, xp.where(xp.isfinite(lo), lo, xp.where(
+            xp.isfinite(hi), hi, 0.0)))
         leaf_mv = list(zip(self.lag_leaves, self.jac)) if eq_tol is not None else []
         need = [v for v, _ in pairs] + [n for _, gr in mv for n in gr] + [
             n for i, row in leaf_mv for n in (self.leaf_nodes[i], *row)]
-        vals = self.program.forward(torch.cat([lo, c], 1), torch.cat([hi, c], 1), P,
+        vals = self.program.forward(xp.cat([lo, c], 1), xp.cat([hi, c], 1), P,
                                     only=need)
 
         def part(iv, second=False):
             sl = slice(B, 2 * B) if second else slice(0, B)
-            return (iv.lo.expand(2 * B)[sl], iv.hi.expand(2 * B)[sl],
-                    iv.nan.expand(2 * B)[sl])
+            return (xp.expand(iv.lo, (2 * B,))[sl], xp.expand(iv.hi, (2 * B,))[sl],
+                    xp.expand(iv.nan, (2 * B,))[sl])
 
         def mean_value(v, gr):
             """Mean-value enclosure ``(lo, hi, ok, |g| per variable)`` of node ``v``."""
@@ -160,12 +160,12 @@ class IntervalModel:
             for j, gn in enumerate(gr):
                 glo, ghi, gnan = part(vals[gn])
                 ok = ok & ~gnan
-                d = Iv(ri.down(lo[j] - c[j]), ri.up(hi[j] - c[j]), torch.zeros_like(ok))
-                term = ri.mul2(Iv(glo, ghi, torch.zeros_like(ok)), d)
+                d = Iv(ri.down(lo[j] - c[j]), ri.up(hi[j] - c[j]), xp.false_like(ok))
+                term = ri.mul2(Iv(glo, ghi, xp.false_like(ok)), d)
                 acc_lo = ri.down(acc_lo + term.lo)
                 acc_hi = ri.up(acc_hi + term.hi)
-                mags.append(torch.maximum(torch.abs(glo), torch.abs(ghi)))
-            ok = ok & ~torch.isnan(acc_lo) & ~torch.isnan(acc_hi)
+                mags.append(xp.maximum(xp.abs(glo), xp.abs(ghi)))
+            ok = ok & ~xp.isnan(acc_lo) & ~xp.isnan(acc_hi)
             return acc_lo, acc_hi, ok, mags
 
         lower = part(vals[self.f])[0]
@@ -173,16 +173,16 @@ class IntervalModel:
         for k, (v, gr) in enumerate(pairs):
             slack = 0.0 if k == 0 else eq_slack
             nat = ri.down(part(vals[v])[0] - slack)
-            lower = torch.maximum(lower, nat)
+            lower = xp.maximum(lower, nat)
             if gr is None or (v, gr) not in mv:
                 continue
             acc, _, ok, mags = mean_value(v, gr)
             acc = ri.down(acc - slack)
-            lower = torch.where(ok, torch.maximum(lower, acc), lower)
+            lower = xp.where(ok, xp.maximum(lower, acc), lower)
             if k == 0:
-                sc = torch.stack(mags) * width
-                score = torch.where(torch.isfinite(sc) & (sc > 0), sc, width)
-        infeasible = torch.zeros(B, dtype=torch.bool, device=lo.device)
+                sc = xp.stack(mags) * width
+                score = xp.where(xp.isfinite(sc) & (sc > 0), sc, width)
+        infeasible = xp.zeros_bool((B,), lo)
         for i, row in leaf_mv:  # mean-value forms of the smooth constraints
             c_lo, c_hi, ok, _ = mean_value(self.leaf_nodes[i], row)
             if self.leaves[i].kind == "eq":

@@ -21,9 +21,10 @@ Generated entry points (all take the variable-major population ``X`` of shape
     from their jumps.  Problems with vector variables (or a derivative sympy leaves
     unevaluated, a ``Min``/``Max`` of more than eight arguments, or an expression too
     deep for sympy's ``diff``): reverse-mode autograd through the generated torch
-    ``leaves`` function in float64 (NumPy in, NumPy out for the ``"numpy"`` backend),
-    exact to rounding like the symbolic route; :attr:`Lowering.derivative_method` says
-    which is used.
+    ``leaves`` function on the torch backend, forward mode through the generated NumPy
+    ``leaves`` function in float64 on the ``"numpy"`` backend (:mod:`._forward`, no
+    torch import), exact to rounding like the symbolic route;
+    :attr:`Lowering.derivative_method` says which is used.
 """
 
 from __future__ import annotations
@@ -168,7 +169,9 @@ class Lowering:
 
     @property
     def derivative_method(self) -> str:
-        """``"symbolic"`` (sympy, scalar variables) or ``"autograd"`` (torch, otherwise)."""
+        """``"symbolic"`` (sympy, scalar variables) or ``"autograd"`` (otherwise: the
+        generated code differentiated, by torch autograd on the torch backend and by
+        forward mode on the NumPy backend)."""
         try:
             self.derivative_source()
         except UnsupportedExpressionError:
@@ -254,7 +257,8 @@ class Lowering:
         """The ``derivatives(X, P) -> (grad, jac)`` function for ``backend``.
 
         Symbolic (generated code) when :meth:`derivative_source` succeeds, else torch
-        autograd through the generated ``leaves`` function (see the module docstring).
+        autograd (backend "torch") or NumPy forward mode (backend "numpy") through the
+        generated ``leaves`` function (see the module docstring).
         """
         key = backend + ":d"
         fn = self._namespaces.get(key)
@@ -263,6 +267,12 @@ class Lowering:
             try:
                 src = self.derivative_source()
             except UnsupportedExpressionError:
+                if backend != "torch":  # forward mode on NumPy: no torch import
+                    from ._forward import forward_derivatives
+
+                    fn = forward_derivatives(self.source)
+                    self._namespaces[key] = fn
+                    return fn
                 grad_ns = self._namespaces.get("torch:grad")
                 if grad_ns is None:
                     grad_ns = compile_source(self.source, gradient_runtime(_rt_torch_lazy()),

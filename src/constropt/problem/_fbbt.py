@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._errors import OptionError
+from ..lowering._xp import ops
 from ._constraints import AllOf, Leaf
 
 __all__ = ["InfeasibilityProof", "FbbtResult", "propagate", "required_leaves",
@@ -89,7 +91,7 @@ def _model(objective_free_leaves, layout):
 
 
 def propagate(layout, constraints, lo, hi, integer, eq_tol: float, pvec=None,
-              symbols=None, rounds: int = MAX_ROUNDS) -> FbbtResult:
+              symbols=None, rounds: int = MAX_ROUNDS, backend: str = "numpy") -> FbbtResult:
     """Tighten the box ``[lo, hi]`` (arrays of shape ``(n,)``, sides may be infinite).
 
     Parameters
@@ -103,13 +105,17 @@ def propagate(layout, constraints, lo, hi, integer, eq_tol: float, pvec=None,
         Parameter values; None: parameters are unknown reals.
     symbols : sequence, optional
         Variables for the proof's box (default: the layout's blocks).
+    rounds : int
+        Sweeps at most.
+    backend : {"numpy", "torch"}
+        Array library the interval runtime runs on (float64 either way).  NumPy, the
+        default, keeps ``Problem`` construction free of torch; both give the same boxes
+        up to the last bits of transcendental results (each encloses the exact one).
 
     Returns
     -------
     FbbtResult
     """
-    import torch
-
     lo = np.asarray(lo, dtype=np.float64)
     hi = np.asarray(hi, dtype=np.float64)
     leaves, used = required_leaves(constraints)
@@ -118,27 +124,35 @@ def propagate(layout, constraints, lo, hi, integer, eq_tol: float, pvec=None,
     model = _model(leaves, layout)
     n_par = len(layout.parameters)
     if pvec is None:
-        P = (torch.full((n_par,), -math.inf, dtype=torch.float64),
-             torch.full((n_par,), math.inf, dtype=torch.float64))
+        P = (np.full((n_par,), -math.inf), np.full((n_par,), math.inf))
     else:
-        P = torch.as_tensor(np.asarray(pvec, dtype=np.float64))
-    L = torch.as_tensor(lo.copy()).reshape(-1, 1)
-    H = torch.as_tensor(hi.copy()).reshape(-1, 1)
-    integ = torch.as_tensor(np.asarray(integer, dtype=bool))
+        P = np.asarray(pvec, dtype=np.float64).reshape(-1)
+    L = lo.copy().reshape(-1, 1)
+    H = hi.copy().reshape(-1, 1)
+    integ = np.asarray(integer, dtype=bool).reshape(-1)
+    if backend == "torch":
+        import torch
+
+        P = tuple(map(torch.as_tensor, P)) if isinstance(P, tuple) else torch.as_tensor(P)
+        L, H, integ = torch.as_tensor(L), torch.as_tensor(H), torch.as_tensor(integ)
+    elif backend != "numpy":
+        raise OptionError(f"propagate: backend must be 'numpy' or 'torch', not {backend!r}")
+    xp = ops(L)
     targets = model.leaf_targets(eq_tol)
     done = 0
     empty = False
-    for done in range(1, rounds + 1):  # noqa: B007 - reported in the result
-        L2, H2, emp = model.program.contract(L, H, P, targets, integ, rounds=1)
-        if bool(emp.any()):
-            empty = True
-            break
-        width = torch.where(torch.isfinite(H - L), H - L, 1.0)
-        moved = ((L2 - L) > 1e-9 * width) | ((H - H2) > 1e-9 * width) | \
-            (torch.isinf(L) & torch.isfinite(L2)) | (torch.isinf(H) & torch.isfinite(H2))
-        L, H = L2, H2
-        if not bool(moved.any()):
-            break
+    with np.errstate(all="ignore"):  # overflow to inf and 0 * inf are enclosed by design
+        for done in range(1, rounds + 1):  # noqa: B007 - reported in the result
+            L2, H2, emp = model.program.contract(L, H, P, targets, integ, rounds=1)
+            if bool(emp.any()):
+                empty = True
+                break
+            width = xp.where(xp.isfinite(H - L), H - L, 1.0)
+            moved = ((L2 - L) > 1e-9 * width) | ((H - H2) > 1e-9 * width) | \
+                (~xp.isfinite(L) & xp.isfinite(L2)) | (~xp.isfinite(H) & xp.isfinite(H2))
+            L, H = L2, H2
+            if not bool(moved.any()):
+                break
     if empty:
         syms = symbols if symbols is not None else [b.symbol for b in layout.blocks]
         box = {s: (float(lo[b.offset]), float(hi[b.offset]))
@@ -150,7 +164,10 @@ def propagate(layout, constraints, lo, hi, integer, eq_tol: float, pvec=None,
                      f"{eq_tol:g}{', ' + where if where else ''})")
         proof = InfeasibilityProof("infeasible", box, tuple(used), statement)
         return FbbtResult(lo.copy(), hi.copy(), proof, done)
-    return FbbtResult(L[:, 0].numpy().copy(), H[:, 0].numpy().copy(), None, done)
+    if backend == "torch":
+        L, H = L.numpy(), H.numpy()
+    return FbbtResult(np.array(L[:, 0], dtype=np.float64), np.array(H[:, 0], dtype=np.float64),
+                      None, done)
 
 
 def prove_infeasible(problem, pvec) -> InfeasibilityProof | None:

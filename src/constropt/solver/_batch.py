@@ -127,8 +127,9 @@ def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None
         ``max_generations``, ``max_evals`` (per instance, polish included: never
         exceeded), ``time_limit``, ``stagnation``, ``ftol``, ``polish`` (SLSQP from each
         instance's best point), ``target``, ``check_every``, ``constraint_handling``,
-        ``strategy``, ``eq_tol`` and ``default_bound`` are not options here (they belong
-        to the Problem).
+        ``strategy``, ``backend`` (``"auto"``: NumPy while ``pop_size * n * B`` is
+        small, see :class:`SolveOptions`); ``eq_tol`` and ``default_bound`` are not
+        options here (they belong to the Problem).
 
     Returns
     -------
@@ -148,9 +149,11 @@ def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None
     if opts.constraint_handling == "penalty":
         raise OptionError("solve_batch supports constraint_handling 'feasibility', "
                           "'epsilon' and 'death'")
-    from ..engine._backend import resolve_device
+    from ..engine._backend import check_device, choose_backend
 
-    resolve_device(device, 0)  # a bad device is reported before any work
+    if opts.backend == "numpy":  # a conflict is named before the device is checked
+        choose_backend("numpy", device, compile, 0)
+    check_device(device)  # a bad device is reported before any work
     seed = _seed(seed)
     M, pdict = _param_matrix(problem, parameters)
     problem = parameter_box(problem, M)  # the hull of per-instance bounds (also constraints)

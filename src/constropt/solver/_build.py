@@ -1,9 +1,11 @@
 """Building the engine of a search, once for every mode: algorithm, constraint handler,
-population size, device, dtype, compile choice, budget, termination and the driver."""
+population size, backend (NumPy or torch), device, dtype, compile choice, budget,
+termination and the driver.  The NumPy backend never imports torch."""
 
 from __future__ import annotations
 
 import secrets
+import sys
 import time
 
 import numpy as np
@@ -51,12 +53,21 @@ def _problem_of(objective, constraints, variables, bounds, maximize, opts, optio
     return problem, problem.parameter_vector(None), time.perf_counter() - t0
 
 
+#: ``restarts="auto"`` with ``algorithm="ga"``: its population contracts faster than
+#: DE's, so it restarts (around the best point, see ``engine._ga.around``) on every
+#: problem, up to this many times while the budget allows and each restart improved
+#: the best point.
+GA_RESTARTS = 10
+
+
 def default_restarts(problem, opts) -> int:
-    """``restarts="auto"``: none for small continuous problems without equalities (at
-    most 4 variables: one run and the polish solve them, measured on the collection), 3
-    otherwise."""
+    """``restarts="auto"``: for DE none for small continuous problems without equalities
+    (at most 4 variables: one run and the polish solve them, measured on the
+    collection), 3 otherwise; for the GA :data:`GA_RESTARTS`."""
     if opts.restarts != "auto":
         return opts.restarts
+    if opts.algorithm == "ga":
+        return GA_RESTARTS
     small = problem.n <= 4 and not problem.integer.any() and \
         not any(lf.kind == "eq" for lf in problem.leaves)
     return 0 if small else 3
@@ -77,11 +88,10 @@ def compile_choice(compile, work: int) -> bool:
     raise OptionError(f"compile must be 'auto', True or False, got {compile!r}")
 
 
-def _make_repair(problem, opts, fit, P, tol, bounds, gen, S):
+def _make_repair(problem, opts, fit, P, tol, bounds, rng, S, backend):
     """Gradient repair when asked for, or by default when there are equalities."""
-    import torch
-
     from ..engine._repair import Repair
+    from ..engine._xp import asarray
     from ._polish import conjunctive_leaves
 
     want = opts.repair
@@ -90,27 +100,27 @@ def _make_repair(problem, opts, fit, P, tol, bounds, gen, S):
     if not want or problem.has_vector_variables or not problem.leaves:
         return None
     try:
-        deriv = problem.lowering.derivatives("torch")
+        deriv = problem.lowering.derivatives(backend)
     except Exception:  # a derivative sympy cannot lower: no repair, the search goes on
         return None
     lower, upper, integer = (b.reshape(-1, 1) for b in bounds)
-    dev = lower.device
-    eq = torch.tensor([lf.kind == "eq" for lf in problem.leaves], device=dev)
-    rows = torch.zeros(len(problem.leaves), dtype=torch.bool, device=dev)
+    eq = asarray(np.array([lf.kind == "eq" for lf in problem.leaves]), lower)
+    rows = np.zeros(len(problem.leaves), dtype=bool)
     rows[conjunctive_leaves(problem)] = True
     P1 = P[:, 0]
-    return Repair(problem.lowering.functions("torch")["leaves"], deriv,
-                  lambda X: fit(X, P1, tol), P1, eq, rows, ~integer, lower, upper, gen,
-                  count=max(2, S // 10))
+    return Repair(problem.lowering.functions(backend)["leaves"], deriv,
+                  lambda X: fit(X, P1, tol), P1, eq, asarray(rows, lower), ~integer, lower,
+                  upper, rng, count=max(2, S // 10))
 
 
 def _place(obj, dev):
-    """Tensors inside (named)tuples and dataclasses moved to ``dev``."""
+    """Tensors inside (named)tuples and dataclasses moved to ``dev`` (NumPy arrays and
+    everything else as they are)."""
     import dataclasses
 
-    import torch
+    from ..engine._xp import is_torch
 
-    if isinstance(obj, torch.Tensor):
+    if is_torch(obj):
         return obj.to(dev)
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):
         return type(obj)(*(_place(v, dev) for v in obj))
@@ -139,14 +149,13 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
     the driver and the settings.  ``deadline`` (a ``time.perf_counter()`` value) replaces
     ``opts.time_limit`` for the search: it stops there.
     """
-    import torch
-
     from ..engine import _de, _ga
     from ..engine._algorithms import DE, GA
-    from ..engine._backend import compiled, resolve_device, resolve_dtype
+    from ..engine._backend import choose_backend, compiled, numpy_dtype
     from ..engine._driver import Driver, Termination
     from ..engine._handling import make_handler
     from ..engine._memory import Chunked, OOMFallback, available_bytes, bytes_per_individual
+    from ..engine._xp import Random, inference
     from ._finish import Budget
     from ._progress import make_monitor
     from ._snap import integer_sets, snap_array, snapped
@@ -165,24 +174,44 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
     S = opts.pop_size or default_pop_size(algorithm, n)
     S += S % 2
     work = S * n * B
-    dev = resolve_device(device, work)
-    wdtype = resolve_dtype(dtype, dev, work)
     use_compile = compile_choice(compile, work)
-    fitness_fn = problem.lowering.functions("torch")["fitness"]
+    # a resumed run continues on its backend (checkpoints from before backends: torch)
+    backend = (settings or {}).get("backend", "torch") if resume is not None else None
+    backend = backend or choose_backend(opts.backend, device, compile, work)
+    import_s = 0.0
+    if backend == "torch":
+        t0, fresh = time.perf_counter(), "torch" not in sys.modules
+        import torch  # timed: the first torch search of a process pays this
+
+        from ..engine._backend import resolve_device, resolve_dtype
+
+        import_s = time.perf_counter() - t0 if fresh else 0.0
+        dev = resolve_device(device, work)
+        wdtype = resolve_dtype(dtype, dev, work)
+
+        def arr(a, dtype=None):
+            return torch.as_tensor(a, dtype=dtype, device=dev)
+    else:
+        dev, wdtype, use_compile = "cpu", numpy_dtype(dtype, work), False
+
+        def arr(a, dtype=None):
+            return np.asarray(a, dtype=dtype)
+    if settings is not None:  # a resumed run continues on this backend and device
+        settings["backend"], settings["device"] = backend, str(dev)
+    fitness_fn = problem.lowering.functions(backend)["fitness"]
     fkey = problem.source
     sets = integer_sets(problem)
     values = None
     if sets is not None:  # integers confined to the roots of their own equality
-        values = torch.as_tensor(sets, dtype=wdtype, device=dev)
+        values = arr(sets, wdtype)
         fitness_fn = snapped(fitness_fn, values)
         fkey = (fkey, "snap", sets.tobytes())
     per = bytes_per_individual(problem, wdtype.itemsize)
     mem_budget = opts.memory_budget or available_bytes(dev) // 2
     fit = Chunked(fitness_fn, per, mem_budget)  # eager evaluations (starts, repair)
-    tol = torch.tensor(problem.eq_tol, dtype=wdtype, device=dev)
-    P = torch.as_tensor(M, dtype=wdtype, device=dev)[:, :, None]     # (n_p, B, 1)
-    gen = torch.Generator(device=dev)
-    gen.manual_seed(seed)
+    tol = arr(problem.eq_tol, wdtype)
+    P = arr(M, wdtype)[:, :, None]     # (n_p, B, 1)
+    rng = Random(backend, seed, dev)
     if algorithm == "ga":
         shape = (n, 1)
         cfg = _ga.GAConfig(pop_size=S, eta_c=opts.eta_c, eta_m=opts.eta_m,
@@ -201,9 +230,9 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
             return _de.make_step(fn, handler, cfg)
         key = (fkey, "de_step", handler, cfg)
         args = (P, tol)
-    lower = torch.as_tensor(problem.lower, dtype=wdtype, device=dev).reshape(shape)
-    upper = torch.as_tensor(problem.upper, dtype=wdtype, device=dev).reshape(shape)
-    integer = torch.as_tensor(problem.integer, device=dev).reshape(shape)
+    lower = arr(problem.lower, wdtype).reshape(shape)
+    upper = arr(problem.upper, wdtype).reshape(shape)
+    integer = arr(problem.integer).reshape(shape)
     bounds = (lower, upper, integer)
     if not use_compile:
         step_fn = make(fit)
@@ -212,15 +241,16 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
                                mem_budget))
     else:
         step_fn = OOMFallback(compiled(make(fitness_fn), key), lambda: make(fit))
-    repair = _make_repair(problem, opts, fit, P, tol, bounds, gen, S) if B == 1 else None
+    repair = _make_repair(problem, opts, fit, P, tol, bounds, rng, S, backend) \
+        if B == 1 else None
     if algorithm == "ga":
-        alg = GA(fit, step_fn, cfg, gen, bounds, args, handler, repair)
+        alg = GA(fit, step_fn, cfg, rng, bounds, args, handler, repair)
     else:
-        alg = DE(fit, step_fn, cfg, handler, gen, bounds, args, S, repair)
+        alg = DE(fit, step_fn, cfg, handler, rng, bounds, args, S, repair)
     lo2, hi2, int2 = (b.reshape(n, 1) for b in bounds)
 
     def new_population(k):
-        return _ga.initial(gen, k * S, lo2, hi2, int2, wdtype).reshape(n, k, S)
+        return _ga.initial(rng, k * S, lo2, hi2, int2, wdtype).reshape(n, k, S)
 
     budget = Budget.plan(opts.max_evals, opts.polish, alg.evals_per_step)
     time_limit = opts.time_limit
@@ -231,20 +261,21 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
     if opts.target is not None:
         target = -opts.target if problem.maximize else opts.target
     term = Termination(
-        max_generations=opts.max_generations or (1000 if algorithm == "ga" else 3000),
+        max_generations=opts.max_generations or 3000,
         max_evals=budget.search, time_limit=time_limit, target=target,
         stagnation=opts.stagnation, ftol=opts.ftol, check_every=opts.check_every,
         # integer plateaus make equal objectives common long before the search is done;
         # with a consensus (islands) each rank's own population cannot decide a stop
         collapse=not problem.integer.any() and consensus is None,
-        restarts=default_restarts(problem, opts))
+        restarts=default_restarts(problem, opts),
+        restart_while_improving=algorithm == "ga" and opts.restarts == "auto")
     compile_s = 0.0
     if use_compile:  # warm the compiled step once, outside the search clock, under the
         t0 = time.perf_counter()  # search's autograd mode (Dynamo guards on it)
-        with torch.inference_mode():
+        with inference(backend):
             alg.advance(alg.start(new_population(B)))
         compile_s = time.perf_counter() - t0
-        gen.manual_seed(seed)
+        rng.seed(seed)
     monitor = make_monitor(problem.maximize, opts.progress, opts.callback) if B == 1 else None
     save = None
     if opts.checkpoint is not None:
@@ -255,22 +286,22 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
         def save(st):
             write_checkpoint(opts.checkpoint, {
                 "fingerprint": fp, "problem": pdata, "settings": settings,
-                "loop": _place(st, "cpu"), "generator": gen.get_state()})
+                "loop": _place(st, "cpu"), "generator": rng.get_state()})
     state, X0 = None, None
     if resume is not None:
         state = _place(resume["loop"], "cpu")
         state.alg, state.best = _place(state.alg, dev), _place(state.best, dev)
-        state.hist_f, state.hist_cv = state.hist_f.to(dev), state.hist_cv.to(dev)
-        gen.set_state(resume["generator"])
+        state.hist_f, state.hist_cv = _place(state.hist_f, dev), _place(state.hist_cv, dev)
+        rng.set_state(resume["generator"])
     else:
-        with torch.inference_mode():
+        with inference(backend):
             X0 = new_population(B)
     hooks = [h for h in (opts.on_generation, on_generation) if h is not None]
 
     def hook(st, algorithm_):
         return any([bool(h(st, algorithm_)) for h in hooks])
 
-    with torch.inference_mode():
+    with inference(backend):
         driver = Driver(alg, term, X0, state=state, new_population=new_population,
                         monitor=monitor, on_generation=hook if hooks else None,
                         consensus=consensus, checkpoint=save,
@@ -278,5 +309,6 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
                         min_rows=2 if use_compile and B > 1 else 1,
                         snap=None if values is None else lambda X: snap_array(X, values))
     return _Engine(driver=driver, device=dev, dtype=wdtype, compile=use_compile,
+                   backend=backend, import_s=import_s,
                    compile_s=compile_s, budget=budget, pop_size=S, monitor=monitor,
                    instances=B)

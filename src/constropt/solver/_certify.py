@@ -156,6 +156,10 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
     from ._certify_nodes import contract_nodes
 
     t0 = time.perf_counter()
+    if not isinstance(device, torch.device):  # "auto" from solve: the search's device
+        from ..engine._backend import resolve_device
+
+        device = resolve_device(device)
     dev = torch.device(device)
     dtype = dtype or torch.float64
     if batch is None:

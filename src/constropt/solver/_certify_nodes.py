@@ -25,11 +25,14 @@ def forward_nodes(program, lo, hi, P, only, domains: dict) -> dict:
     """:meth:`IntervalProgram.forward` with every node enclosure intersected with its
     domain (``{node: (lo, hi)}``, shape ``(B,)`` each).  Where a domain and an enclosure
     are disjoint the result is empty (``lo > hi``): no feasible point."""
+    from ..lowering._xp import ops
+
     g = program.graph
-    like = lo.new_zeros(())
+    xp = ops(lo)
+    like = xp.asarray(0.0, lo)
     vals: dict = {}
     for n in program.order_for(only):
-        v = program._node(g.nodes[n], vals, lo, hi, P, like)
+        v = program._node(g.nodes[n], vals, lo, hi, P, like, xp)
         d = domains.get(n)
         if d is not None and isinstance(v, Iv) and v.lo.shape == d[0].shape:
             v = Iv(torch.maximum(v.lo, d[0]), torch.minimum(v.hi, d[1]), v.nan)

@@ -33,6 +33,7 @@ import json
 import os
 import re
 import struct
+import sys
 import tempfile
 
 import numpy as np
@@ -102,7 +103,8 @@ def _resolve(name):
 def encode(obj, blob: list) -> object:
     """``obj`` as JSON-ready data; array bytes are appended to ``blob`` (a list of bytes)."""
     import sympy
-    import torch
+
+    torch = sys.modules.get("torch")  # a NumPy search's state holds no tensors
 
     def add(raw: bytes) -> int:
         at = blob[0]
@@ -116,7 +118,7 @@ def encode(obj, blob: list) -> object:
         return {"$": "float", "v": repr(float(obj))} if isinstance(obj, float) else int(obj)
     if isinstance(obj, np.generic):
         return encode(obj.item(), blob)
-    if isinstance(obj, torch.Tensor):
+    if torch is not None and isinstance(obj, torch.Tensor):
         t = obj.detach().cpu().contiguous()
         raw = t.reshape(-1).view(torch.uint8).numpy().tobytes()
         return {"$": "tensor", "dtype": str(t.dtype).removeprefix("torch."),
@@ -127,10 +129,12 @@ def encode(obj, blob: list) -> object:
         raw = np.ascontiguousarray(obj).tobytes()
         return {"$": "ndarray", "dtype": obj.dtype.str, "shape": list(obj.shape),
                 "at": add(raw), "nbytes": len(raw)}
-    if isinstance(obj, torch.dtype):
+    if torch is not None and isinstance(obj, torch.dtype):
         return {"$": "torch.dtype", "name": str(obj).removeprefix("torch.")}
-    if isinstance(obj, torch.device):
+    if torch is not None and isinstance(obj, torch.device):
         return {"$": "torch.device", "name": str(obj)}
+    if isinstance(obj, np.dtype):
+        return {"$": "numpy.dtype", "name": obj.str}
     if isinstance(obj, sympy.Basic):
         return {"$": "sympy", "srepr": sympy.srepr(obj)}
     if isinstance(obj, enum.Enum):
@@ -152,8 +156,6 @@ def encode(obj, blob: list) -> object:
 
 def decode(data, blob: memoryview):
     """Inverse of :func:`encode`; anything malformed raises :class:`CheckpointError`."""
-    import torch
-
     if data is None or isinstance(data, (bool, str, int)):
         return data
     if isinstance(data, list) or not isinstance(data, dict):
@@ -173,18 +175,32 @@ def decode(data, blob: memoryview):
             if dt is None or dt.kind not in _NUMPY_KINDS:
                 raise CheckpointError(f"checkpoint array of dtype {data['dtype']!r:.40}")
             return np.frombuffer(raw, dtype=dt).reshape(shape).copy()
+        import torch
+
         dt = getattr(torch, str(data["dtype"]), None)
         if not isinstance(dt, torch.dtype):
             raise CheckpointError(f"checkpoint tensor of dtype {data['dtype']!r:.40}")
         t = torch.frombuffer(bytearray(raw), dtype=torch.uint8) if nbytes else \
             torch.empty(0, dtype=torch.uint8)
         return t.view(dt).reshape(shape).clone()
+    if kind == "numpy.dtype":
+        try:
+            dt = np.dtype(str(data["name"]))
+        except TypeError:
+            dt = None
+        if dt is None or dt.kind not in _NUMPY_KINDS:
+            raise CheckpointError(f"unknown numpy dtype {data['name']!r:.40} in checkpoint")
+        return dt
     if kind == "torch.dtype":
+        import torch
+
         dt = getattr(torch, str(data["name"]), None)
         if not isinstance(dt, torch.dtype):
             raise CheckpointError(f"unknown torch dtype {data['name']!r:.40} in checkpoint")
         return dt
     if kind == "torch.device":
+        import torch
+
         return torch.device(str(data["name"]))
     if kind == "sympy":
         from ..problem._srepr import read_srepr

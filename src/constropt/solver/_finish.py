@@ -281,7 +281,7 @@ def probe_cost(problem) -> int:
 
 
 def make_result(problem, inst, x, f, V, nfev, status, message, checked, *, seed, device,
-                timings):
+                timings, backend="torch"):
     """The :class:`Result` of one finished instance (``checked``: its exact check)."""
     sign = -1.0 if problem.maximize else 1.0
     feasible = checked.feasible
@@ -290,5 +290,5 @@ def make_result(problem, inst, x, f, V, nfev, status, message, checked, *, seed,
         feasible=feasible, maxcv=float(V.max()) if V.size else 0.0, violations=V,
         success=feasible and not status.failed, status=status, message=message,
         nit=inst.nit, nfev=nfev, seed=seed, device=str(device), timings=timings,
-        history=History(inst.hist_nfev, sign * inst.hist_f, inst.hist_cv), problem=problem,
-        verification=checked.verification)
+        backend=backend, history=History(inst.hist_nfev, sign * inst.hist_f, inst.hist_cv),
+        problem=problem, verification=checked.verification)

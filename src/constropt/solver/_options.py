@@ -109,6 +109,14 @@ class SolveOptions:
         ``certificate`` say what was proven.
     certify_time : float
         Seconds the branch-and-bound may run (``certify=True`` or a gap).
+    backend : str
+        Array library the search runs on: ``"auto"`` (default), ``"numpy"`` or
+        ``"torch"``.  ``"auto"`` searches on NumPy when the device is the CPU, compilation
+        is not forced and a generation is small (``pop_size * n`` below
+        :data:`~constropt.engine._backend.NUMPY_MAX_WORK`): such a solve never imports
+        torch.  Otherwise torch (CUDA, compiled steps, large populations).  ``"numpy"``
+        with ``device="cuda"`` or ``compile=True`` raises :class:`OptionError`.
+        The same seed gives the same result on the same backend, not across backends.
     on_generation : callable or None
         Advanced: ``on_generation(state, algorithm) -> bool | None`` after every
         generation, with the engine's loop state (``state.alg`` may be replaced, e.g. to
@@ -144,6 +152,7 @@ class SolveOptions:
     on_generation: object = None
     certify: object = False
     certify_time: float = 60.0
+    backend: str = "auto"
 
     @classmethod
     def from_kwargs(cls, kwargs: dict) -> SolveOptions:
@@ -210,6 +219,11 @@ class SolveOptions:
                 self.certify_time, (int, float)) or not self.certify_time > 0:
             raise OptionError(f"certify_time must be a positive number of seconds, got "
                               f"{self.certify_time!r}")
+        from ..engine._backend import BACKENDS
+
+        if not isinstance(self.backend, str) or self.backend not in BACKENDS:
+            raise OptionError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, "
+                              f"got {self.backend!r}")
         for name in ("polish", "throw"):
             if not isinstance(getattr(self, name), bool):
                 raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}")

@@ -84,11 +84,14 @@ def make_monitor(maximize: bool, progress, callback, stream=None):
     in_place = bool(getattr(stream, "isatty", lambda: False)())
 
     def monitor(generation, nfev, pop, elapsed) -> bool:
+        from ..engine._xp import to_numpy
+
+        cv = to_numpy(pop.cv)
         snap = Progress(
             generation=generation, nfev=nfev, fun=sign * float(pop.f[0]),
-            cv=float(pop.cv[0]), feasible_fraction=float((pop.cv == 0).double().mean()),
+            cv=float(cv[0]), feasible_fraction=float((cv == 0).mean()),
             evals_per_second=nfev / elapsed if elapsed > 0 else float("inf"),
-            elapsed=elapsed, x=pop.X[:, 0].double().cpu().numpy())
+            elapsed=elapsed, x=np.array(to_numpy(pop.X[:, 0]), dtype=np.float64))
         snap.x.setflags(write=False)
         if show:
             stream.write("\r" + snap.line() if in_place else snap.line() + "\n")

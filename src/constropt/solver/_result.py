@@ -104,6 +104,9 @@ class Result:
         The rigorous check of ``x``: per-constraint verdicts (``"satisfied"``,
         ``"violated"``, ``"undecided"``), what float64 said, ``fun_error`` (a proven
         bound on ``|fun - f(x)|``), whether the point was nudged to certify it.
+    backend : str or None
+        The array library the search ran on: ``"numpy"`` or ``"torch"`` (see the
+        ``backend`` option); None when no search ran (an infeasibility proof).
     """
 
     x: Any
@@ -128,6 +131,7 @@ class Result:
     certificate: Any = None
     problem: Any = field(default=None, repr=False, compare=False)
     verification: Any = None
+    backend: str | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "x", MappingProxyType(dict(self.x)))
@@ -225,7 +229,7 @@ class Result:
             "violations": self.violations.tolist(), "success": self.success,
             "status": self.status.name.lower(), "message": self.message, "nit": self.nit,
             "nfev": self.nfev, "seed": self.seed, "device": self.device,
-            "timings": dict(self.timings),
+            "backend": self.backend, "timings": dict(self.timings),
             "history": {"nfev": self.history.nfev.tolist(), "fun": self.history.fun.tolist(),
                         "cv": self.history.cv.tolist()},
             "cross_check": cc,

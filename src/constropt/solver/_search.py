@@ -120,9 +120,9 @@ class Search:
     def step(self) -> bool:
         """Run one generation; returns whether the search goes on (False once a stop
         rule holds: the status is then in :attr:`status`)."""
-        import torch
+        from ..engine._xp import inference
 
-        with torch.inference_mode():
+        with inference(self._engine.backend):
             going = self._driver.step()
         if not going and self._engine.monitor is not None:
             self._engine.monitor.finish()
@@ -173,11 +173,12 @@ class Search:
         arrays ``X`` (S, n), ``f`` (S,) objective in the user's sense, ``cv`` (S,) total
         violation."""
         from ..engine._ga import Population
+        from ..engine._xp import to_numpy
 
         d = self._driver
         pop = d.algorithm.population(d.state.alg)
-        X, f, cv = (a.detach().double().cpu().numpy() for a in (pop.X[:, 0], pop.f[0],
-                                                                 pop.cv[0]))
+        X, f, cv = (np.array(to_numpy(a), dtype=np.float64)
+                    for a in (pop.X[:, 0], pop.f[0], pop.cv[0]))
         sign = -1.0 if self.problem.maximize else 1.0
         out = Population(np.ascontiguousarray(X.T), sign * f, cv)
         for a in out:
@@ -189,14 +190,16 @@ class Search:
         """The best point so far: ``(x, fun, cv)`` with ``x`` (n,) read-only float64,
         ``fun`` in the user's sense (working precision; :meth:`result` checks in
         float64)."""
+        from ..engine._xp import to_numpy
+
         st = self._driver.state
         if not self.done:
             x, f, cv = st.best.x[:, 0], st.best.f[0], st.best.cv[0]
-            x = x.detach().double().cpu().numpy()
+            x = np.array(to_numpy(x), dtype=np.float64)
             f, cv = float(f), float(cv)
         else:
-            x, f, cv = st.final_x[:, 0].numpy().copy(), float(st.final_f[0]), \
-                float(st.final_cv[0])
+            x, f, cv = np.array(to_numpy(st.final_x[:, 0]), dtype=np.float64), \
+                float(st.final_f[0]), float(st.final_cv[0])
         x.setflags(write=False)
         return BestPoint(x, -f if self.problem.maximize else f, cv)
 
@@ -248,7 +251,7 @@ class Search:
                     for b, inst in enumerate(out)]
         polish_s = time.perf_counter() - t_pol
         total = time.perf_counter() - self._t_start
-        timings = {"import": 0.0, "lowering": self._t_lower, "setup": 0.0,
+        timings = {"import": eng.import_s, "lowering": self._t_lower, "setup": 0.0,
                    "compile": eng.compile_s, "search": out.seconds, "polish": polish_s,
                    "check": 0.0, "total": total}
         # setup: options, device, code generation, building the search (all the rest)
@@ -256,7 +259,7 @@ class Search:
         if B > 1:  # each instance's share of the batch's time
             timings = {k: v / B for k, v in timings.items()}
         results = [make_result(problem, inst, *fin, seed=self._seed, device=eng.device,
-                               timings=dict(timings))
+                               timings=dict(timings), backend=eng.backend)
                    for inst, fin in zip(out, finished)]
         if self._cross and B == 1:
             from ._crosscheck import cross_check as _cc

@@ -80,10 +80,9 @@ def snapped(fitness, values):
 def snap_array(X, values):
     """Host genes ``X`` (N, ...) (a best point or a final population) snapped as the
     search evaluated them."""
-    import torch
-
     from ..engine._variation import snap
+    from ..engine._xp import asarray, to_numpy
 
     X = np.asarray(X)
-    t = torch.as_tensor(X.reshape(X.shape[0], -1), dtype=values.dtype, device=values.device)
-    return snap(t, values).cpu().numpy().astype(X.dtype).reshape(X.shape)
+    t = asarray(X.reshape(X.shape[0], -1), values, dtype=values.dtype)
+    return to_numpy(snap(t, values)).astype(X.dtype).reshape(X.shape)

@@ -9,7 +9,6 @@ import numpy as np
 
 from .._errors import SolveFailedError
 from ._build import COMPILE_THRESHOLD, POLISH_TIME_SHARE, _problem_of, _seed
-from ._build import compile_choice as _compile_choice
 from ._finish import constant_note, polish_from, polish_stage, verdict
 from ._options import SolveOptions
 from ._result import History, Result, Status
@@ -17,8 +16,6 @@ from ._verdict import UNBOUNDED_LEVEL, check_point, point_dict
 
 __all__ = ["solve", "resume", "COMPILE_THRESHOLD", "UNBOUNDED_LEVEL", "check_point",
            "polish_from"]
-
-_ = (_compile_choice, POLISH_TIME_SHARE, _seed)  # kept importable from here
 
 def _run_round(box, ropts, dev, dtype, seed, compile, pvec, *, resume, settings, deadline,
                search_deadline):
@@ -31,7 +28,7 @@ def _run_round(box, ropts, dev, dtype, seed, compile, pvec, *, resume, settings,
                             deadline=deadline, search_deadline=search_deadline)
     search.run()
     out = search._driver.outcome()
-    return out.instances[0], out.seconds, search._engine.compile_s
+    return out.instances[0], out.seconds, search._engine
 
 
 def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=False,
@@ -49,7 +46,8 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
     variables, bounds, maximize
         See :class:`Problem`.
     device : str or torch.device
-        ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"`` or ``"cuda:K"``.
+        ``"auto"`` (CUDA when available and the work is large, else the CPU), ``"cpu"``,
+        ``"cuda"`` or ``"cuda:K"``.
     dtype : torch.dtype or str, optional
         Working float dtype of the search: float64 by default for small work on CPU,
         float32 otherwise.  The final point is always checked in float64.
@@ -57,26 +55,31 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
         Seed of the random generator; the same seed gives the same result on CPU.
     compile : "auto", True or False
         Run the generation step under ``torch.compile``.  ``"auto"`` compiles only when
-        ``pop_size * n >= COMPILE_THRESHOLD``, where the compile time pays for itself.
+        ``pop_size * n >= COMPILE_THRESHOLD``, where the compile time pays for itself
+        (torch backend only).
     cross_check : bool
         Also run scipy reference solvers and attach a :class:`CrossCheck`.
     **options
         Keyword options of :class:`SolveOptions` (``pop_size``, ``max_generations``,
         ``max_evals``, ``time_limit``, ``target``, ``polish``, ``eq_tol``,
-        ``parameters``, ``throw``, ...).  Unknown names raise :class:`OptionError`.
+        ``parameters``, ``throw``, ``backend``, ...).  Unknown names raise
+        :class:`OptionError`.
 
     Returns
     -------
     Result
+        ``result.backend`` says which array library searched (``"numpy"`` or
+        ``"torch"``); importing torch, when the torch backend runs for the first time in
+        the process, is timed as ``timings["import"]``.
     """
     t_start = time.perf_counter()
-    import torch  # noqa: F401 - the first solve of a process pays this: timed as "import"
+    from ..engine._backend import check_device, choose_backend
 
-    from ..engine._backend import resolve_device
-
-    t_import = time.perf_counter() - t_start
     opts = SolveOptions.from_kwargs(options)
-    dev = resolve_device(device)
+    if opts.backend == "numpy":  # a conflict is named before the device is checked
+        choose_backend("numpy", device, compile, 0)
+    check_device(device)  # "auto" and "cpu" without importing torch
+    dev = device
     seed = _seed(seed)
     problem, pvec, t_lower = _problem_of(objective, constraints, variables, bounds, maximize,
                                          opts, options)
@@ -96,7 +99,7 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
                             if k not in ("callback", "progress", "checkpoint",
                                          "on_generation")}}
     return _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_start,
-                    {"import": t_import, "lowering": t_lower}, settings)
+                    {"lowering": t_lower}, settings)
 
 
 def _remaining(opts, nfev: int, seconds: float):
@@ -144,12 +147,14 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
     expandable = problem._soft.any and resume is None and opts.checkpoint is None
     box, rounds, nfev, nit, compile_s, polish_s, search_s = problem, 0, 0, 0, 0.0, 0.0, 0.0
     hist, pressed, reason = [], None, None
+    import_s = 0.0
     while True:
         ropts = _remaining(opts, nfev, search_s + polish_s)
-        out, seconds, c_s = _run_round(box, ropts, dev, dtype, seed, compile, pvec,
+        out, seconds, eng = _run_round(box, ropts, dev, dtype, seed, compile, pvec,
                                        resume=resume, settings=settings, deadline=deadline,
                                        search_deadline=search_deadline)
-        compile_s, nit = compile_s + c_s, nit + out.nit
+        compile_s, nit = compile_s + eng.compile_s, nit + out.nit
+        import_s += eng.import_s
         search_s += seconds - before  # this call's share (a resumed run counts on)
         hist.append((nfev + out.hist_nfev, out.hist_f, out.hist_cv))
         best = out.x.copy()
@@ -209,7 +214,7 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
     sign = -1.0 if problem.maximize else 1.0
     hist = History(*(np.concatenate([h[k] for h in hist]) for k in range(3)))
     hist = History(hist.nfev, sign * hist.fun, hist.cv)
-    timings = {"import": spent.get("import", 0.0), "lowering": spent.get("lowering", 0.0),
+    timings = {"import": import_s, "lowering": spent.get("lowering", 0.0),
                "setup": 0.0, "compile": compile_s, "search": search_s, "polish": polish_s,
                "check": time.perf_counter() - t_check}
     timings["total"] = time.perf_counter() - t_start
@@ -220,8 +225,8 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
         x=point_dict(problem, best, checked.genes), x_array=best, variables=problem.variables,
         fun=f_best, feasible=feasible, maxcv=float(V_best.max()) if V_best.size else 0.0,
         violations=V_best, success=feasible and not status.failed, status=status,
-        message=message, nit=nit, nfev=nfev, seed=seed, device=str(dev),
-        timings=timings,
+        message=message, nit=nit, nfev=nfev, seed=seed, device=str(eng.device),
+        timings=timings, backend=eng.backend,
         history=hist, problem=box if rounds else problem,
         verification=checked.verification)
     if cross_check:
@@ -274,9 +279,6 @@ def resume(path, *, problem=None, progress=None, callback=None, checkpoint=None)
     from ._checkpoint import fingerprint, problem_from_data, read_checkpoint
 
     t_start = time.perf_counter()
-    import torch  # noqa: F401 - timed as "import", as in solve
-
-    t_import = time.perf_counter() - t_start
     data = read_checkpoint(path)
     t0 = time.perf_counter()
     try:
@@ -295,8 +297,10 @@ def resume(path, *, problem=None, progress=None, callback=None, checkpoint=None)
                                      "on_generation": None,
                                      "callback": callback,
                                      "checkpoint": checkpoint if checkpoint else path})
-    dev = resolve_device(st["device"])
+    dev = st["device"]
+    if st.get("backend", "torch") == "torch":
+        dev = resolve_device(dev)
     t_lower = time.perf_counter() - t0
     return _execute(stored, opts, dev, st["dtype"], st["seed"], st["compile"],
-                    st["cross_check"], st["pvec"], t_start,
-                    {"import": t_import, "lowering": t_lower}, st, resume=data)
+                    st["cross_check"], st["pvec"], t_start, {"lowering": t_lower}, st,
+                    resume=data)
