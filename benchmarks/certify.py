@@ -85,6 +85,10 @@ def main(argv=None) -> int:
     lines = [header("Certified optimality gaps (interval branch-and-bound)"), "",
              f"Budget {budget:g} s per problem after `solve(seed=0)`; target gap 1e-6; "
              f"float64 boxes on CPU{' and CUDA' if cuda else ''}. {load.line()}", ""]
+    n_all = sum(len(b.variables) <= args.max_vars for b in benchmarks.collection())
+    if len(probs) < n_all:
+        lines += [f"{len(probs)} of the collection's {n_all} problems with at most "
+                  f"{args.max_vars} variables (`--only`).", ""]
     head = ("| problem | n | f* | incumbent | proven bound | gap | boxes/s | t to 1e-4 (s) "
             "| t to 1e-6 (s) | solve (s) |")
     sep = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"

@@ -206,12 +206,14 @@ class IntervalProgram:
             empty = empty | emp | (lo > hi).any(0)
         return lo, hi, empty
 
-    def _backward(self, vals, lo, hi, targets, order):  # noqa: C901 - a rule per operation
+    def _backward(self, vals, lo, hi, targets, order, want=None):  # noqa: C901
+        """One backward sweep; ``want`` (an empty dict, optional) receives the node ranges
+        the targets imply (valid at the feasible points of each box)."""
         g = self.graph
         xp = ops(lo)
         batch = lo.shape[1:]
         empty = xp.zeros_bool(batch, lo)
-        want: dict = {}
+        want = {} if want is None else want
 
         def push(n, t: Iv):
             cur = want.get(n)
@@ -226,6 +228,10 @@ class IntervalProgram:
             like = vals[n].lo
             push(n, Iv(xp.asarray(tlo, like), xp.asarray(thi, like), False))
         new_lo, new_hi = xp.copy(lo), xp.copy(hi)
+        def now(a):  # the narrowest range known for node a (its consumers came first)
+            w = want.get(a)
+            return vals[a] if w is None else w
+
         for n in reversed(order):
             t = want.get(n)
             if t is None:
@@ -253,13 +259,13 @@ class IntervalProgram:
                 push(args[0], ri.neg(t))
             elif op == "mul":
                 for i, o in _others(av, ri.mul):
-                    push(args[i], _inv_mul(t, o))
+                    push(args[i], _inv_mul(t, o, now(args[i])))
             elif op == "div":
                 a, b = av
                 push(args[0], ri.mul2(t, b))
-                push(args[1], _inv_mul(a, t))  # b = a / t where t excludes 0
+                push(args[1], _inv_mul(a, t, now(args[1])))  # b = a / t
             elif op == "recip":
-                push(args[0], _inv_mul(ri.point(1.0, t.lo), t))
+                push(args[0], _inv_mul(ri.point(1.0, t.lo), t, now(args[0])))
             elif op == "powi":
                 push(args[0], _inv_powi(t, key[2], av[0]))
             elif op == "powf":
@@ -296,12 +302,30 @@ def _entire(like) -> Iv:
     return Iv(xp.full_like(like, -inf), xp.full_like(like, inf), False)
 
 
-def _inv_mul(t: Iv, o: Iv) -> Iv:
-    """``{x : x * y in t for some y in o}`` (everything when 0 is in both)."""
+def _inv_mul(t: Iv, o: Iv, cur: Iv | None = None) -> Iv:
+    """``{x : x * y in t for some y in o}`` (everything when 0 is in both).  With the
+    current range ``cur`` of ``x``, a ``t`` that excludes 0 over an ``o`` that
+    contains it uses extended division: two half-lines, each intersected with ``cur``
+    before their hull (``b = a / t``, ``t <= 12560``, ``b >= 0`` gives ``b >= a / 12560``)."""
     xp = ops(t.lo)
     q = ri.div(Iv(t.lo, t.hi, xp.false_like(t.lo)), o)
     free = (t.lo <= 0) & (t.hi >= 0) & (o.lo <= 0) & (o.hi >= 0)
-    return Iv(xp.where(free, -inf, q.lo), xp.where(free, inf, q.hi), q.nan)
+    lo, hi = xp.where(free, -inf, q.lo), xp.where(free, inf, q.hi)
+    if cur is None:
+        return Iv(lo, hi, q.nan)
+    pos, neg = t.lo > 0, t.hi < 0
+    split = (pos | neg) & (o.lo <= 0) & (o.hi >= 0)
+    num = xp.where(pos, t.lo, t.hi)
+    l_ok = xp.where(pos, o.lo < 0, o.hi > 0)  # x <= num / l_den
+    r_ok = xp.where(pos, o.hi > 0, o.lo < 0)  # x >= num / r_den
+    # the left piece has x < 0, the right one x > 0 (so x <= 0 and x >= 0 hold)
+    l_hi = xp.minimum(cur.hi, xp.clamp(ri.up(num / xp.where(pos, o.lo, o.hi)), max=0.0))
+    r_lo = xp.maximum(cur.lo, xp.clamp(ri.down(num / xp.where(pos, o.hi, o.lo)), min=0.0))
+    l_ok = l_ok & (cur.lo <= l_hi) & (cur.lo < 0)
+    r_ok = r_ok & (r_lo <= cur.hi) & (cur.hi > 0)
+    s_lo = xp.where(l_ok, cur.lo, xp.where(r_ok, r_lo, inf))
+    s_hi = xp.where(r_ok, cur.hi, xp.where(l_ok, l_hi, -inf))
+    return Iv(xp.where(split, s_lo, lo), xp.where(split, s_hi, hi), q.nan)
 
 
 def _root(v, k: float, up: bool):

@@ -4,18 +4,25 @@ Boxes of the search box are processed thousands at a time (torch, CPU or CUDA):
 
 1. take the ``batch`` boxes with the smallest lower bound (best first) or, when the
    buffer is nearly full, the smallest boxes (depth first, which drains it);
-2. bisect each along the variable with the largest ``|df/dx_k| * width_k`` (integers
-   split between two integers);
+2. bisect each along the variable with the largest score (:mod:`._certify_bounds`:
+   the objective's smear ``|df/dx_k| * width_k``, and with equalities the relative
+   smears of the objective and the constraints summed; integers split between two
+   integers);
 3. contract the children with the constraints and the objective cut ``f <= U`` (``U``
-   the search's best feasible value) by forward-backward propagation; a child that
-   empties holds no feasible point better than ``U``;
-4. bound the objective below on each child (the larger of the natural interval
-   extension and the mean-value form over the exact gradient) and drop the children
-   whose bound is within the target gap of ``U``, keeping the smallest such bound.
+   the search's best feasible value) by forward-backward propagation, keeping the
+   ranges of intermediate nodes (:mod:`._certify_nodes`); a child that empties holds
+   no feasible point better than ``U``;
+4. bound the objective below on each child (:mod:`._certify_bounds`: natural interval
+   extension through the node ranges, mean-value forms of ``f`` and of the
+   Lagrangian; :mod:`._certify_exclusion`: the second-order Taylor form of the
+   Lagrangian around the incumbent, and an exclusion box around it) and drop the
+   children whose bound is within the target gap of ``U``, keeping the smallest such
+   bound.
 
 The proven lower bound is the minimum of ``U``, the bounds of the boxes still in the
 buffer and of every box dropped without a proof of infeasibility.  One host
-synchronisation per step (the gap test), none per box.
+synchronisation per step (the gap test), none per box.  :mod:`._certify_result` turns
+the certificate into ``Result`` fields.
 """
 
 from __future__ import annotations
@@ -27,11 +34,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import OptionError
-from ..engine._status import Status
 
-__all__ = ["Certificate", "certify", "certify_option", "proof_result"]
+__all__ = ["Certificate", "certify", "certify_option", "certify_result", "proof_result"]
 
 _DEBUG = False
+SECOND_ORDER = True
 #: ``certify=True`` and ``"auto"`` aim for this relative gap.
 DEFAULT_GAP = 1e-6
 #: ``certify="auto"`` runs only on problems with at most this many scalar variables.
@@ -144,8 +151,15 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
 
     from ..lowering._interval_model import IntervalModel
     from ..problem._fbbt import required_leaves
+    from ._certify_bounds import _light, bound_boxes
+    from ._certify_exclusion import exclusion_box, second_order_bound
+    from ._certify_nodes import contract_nodes
 
     t0 = time.perf_counter()
+    if not isinstance(device, torch.device):  # "auto" from solve: the search's device
+        from ..engine._backend import resolve_device
+
+        device = resolve_device(device)
     dev = torch.device(device)
     dtype = dtype or torch.float64
     if batch is None:
@@ -156,13 +170,15 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
     leaves, _ = required_leaves(problem._constraints)
     model = _model_cache(problem, objective, leaves, IntervalModel)
     lam = np.zeros(len(leaves))
-    if x is not None and math.isfinite(U) and model.lagrangian is not None:
+    if x is not None and math.isfinite(U) and model.lagrangian is not None \
+            and _light(model):
         lam = multipliers(model, problem, np.asarray(pvec, dtype=np.float64),
                           np.asarray(x, dtype=np.float64))
     eq_slack = sum(abs(v) for v, lf in zip(lam, leaves) if lf.kind == "eq") * problem.eq_tol
     eq_slack = eq_slack * (1 + 1e-12)
     P = torch.as_tensor(np.concatenate([np.asarray(pvec, dtype=np.float64), lam]),
                         device=dev)
+    use_lag = bool(np.any(lam != 0))
     integer = torch.as_tensor(problem.integer, device=dev)
     targets = model.leaf_targets(problem.eq_tol)
     if math.isfinite(U):
@@ -172,14 +188,33 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
     w0 = (hi - lo)[:, 0].clamp(min=1e-300)
     eps_abs = 0.5 * gap * max(abs(U), 1e-9) if math.isfinite(U) else 0.0
     floor = torch.tensor(math.inf, dtype=torch.float64, device=dev)
+    excl = None
+    xt = None if x is None or not SECOND_ORDER else torch.as_tensor(
+        np.array(x, dtype=np.float64), device=dev)
+    if math.isfinite(U) and x is not None:
+        excl = exclusion_box(model, problem, P.cpu(), np.asarray(x, dtype=np.float64),
+                             U - eps_abs, eq_slack)
+    if excl is not None:
+        e_lo, e_hi = (t.to(dev).reshape(-1, 1) for t in excl[:2])
+        e_bound = excl[2]
+        if _DEBUG:
+            print("exclusion box", excl)
     boxes = 0
 
     def evaluate(lo, hi):
         """Contract, bound, prune: the surviving boxes and their bounds."""
         nonlocal floor
-        lo, hi, empty = model.program.contract(lo, hi, P, targets, integer, rounds=1)
-        lower, score, bad = model.objective_bounds(lo, hi, P, eq_slack, problem.eq_tol)
+        lo, hi, empty, domains = contract_nodes(model.program, lo, hi, P, targets, integer)
+        lower, score, bad = bound_boxes(model, lo, hi, P, domains, eq_slack, problem.eq_tol,
+                                        use_lag)
         lower = lower.double()
+        if xt is not None:
+            so = second_order_bound(model, lo, hi, P, xt, eq_slack)
+            if so is not None:
+                lower = torch.maximum(lower, so.double())
+        if excl is not None:  # boxes inside the exclusion box around the incumbent
+            inside = ((lo.double() >= e_lo) & (hi.double() <= e_hi)).all(0)
+            lower = torch.where(inside, torch.clamp(lower, min=e_bound), lower)
         empty = empty | bad
         dead = empty | (lower > U - eps_abs) | torch.isnan(lower)
         near = ~empty & (lower > U - eps_abs) & (lower <= U)
@@ -235,6 +270,10 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
             floor = torch.minimum(floor, lb[worst].min())
             lo, hi, lb, score = lo[:, m], hi[:, m], lb[m], score[:, m]
     seconds = time.perf_counter() - t0
+    if _DEBUG and lb.numel():
+        order = torch.argsort(lb)[:5]
+        for j in order.tolist():
+            print("worst", float(lb[j]), lo[:, j].tolist(), hi[:, j].tolist())
     box = {s: (float(a), float(z)) for s, a, z in zip(problem.variables, problem.lower,
                                                        problem.upper)} \
         if not problem.has_vector_variables else {}
@@ -339,51 +378,4 @@ def _model_cache(problem, objective, leaves, IntervalModel):
     return cache[key]
 
 
-def proof_result(problem, proof, pvec, seed: int, device: str, t_start: float,
-                 t_lower: float):
-    """The Result of a solve whose constraints were proven infeasible before any search:
-    status INFEASIBLE, the box centre as ``x`` (not feasible), ``certificate=proof``."""
-    from ._result import History, Result
-    from ._verdict import check_point, point_dict
-
-    x = np.where(np.isfinite(problem.lower + problem.upper),
-                 0.5 * (problem.lower + problem.upper), 0.0)
-    x = np.where(problem.integer, np.round(x), x)
-    t_check = time.perf_counter()
-    f, V = check_point(problem, x, pvec)
-    total = time.perf_counter() - t_start
-    check = time.perf_counter() - t_check
-    empty = np.zeros(0)
-    return Result(
-        x=point_dict(problem, x), x_array=x, variables=problem.variables, fun=f,
-        feasible=False, maxcv=float(V.max()) if V.size else 0.0, violations=V,
-        success=False, status=Status.INFEASIBLE,
-        message=f"{Status.INFEASIBLE.value} (proven: {proof.statement}; no search run)",
-        nit=0, nfev=1, seed=seed, device=device,
-        # the same parts as every Result (they add up to total); setup holds the proof
-        timings={"import": 0.0, "lowering": t_lower,
-                 "setup": max(0.0, total - t_lower - check), "compile": 0.0, "search": 0.0,
-                 "polish": 0.0, "check": check, "total": total},
-        history=History(empty.astype(np.int64), empty, empty), problem=problem,
-        certificate=proof)
-
-
-def certify_result(result, problem, pvec, opts, dev, t_start: float):
-    """``result`` with ``lower_bound``, ``gap`` and ``certificate`` from :func:`certify`
-    (unchanged when ``certify="auto"`` finds the problem too large)."""
-    from dataclasses import replace
-
-    target, seconds, auto = certify_option(opts.certify)
-    if auto and (problem.n > AUTO_MAX_VARS or problem.has_vector_variables):
-        return result
-    inc = result.fun if result.feasible else math.nan
-    cert = certify(problem, pvec, inc, result.x_array, gap=target,
-                   time_limit=seconds if seconds is not None else opts.certify_time,
-                   device=dev)
-    timings = dict(result.timings)
-    timings["certify"] = cert.seconds
-    timings["total"] = time.perf_counter() - t_start
-    if cert.kind == "infeasible":
-        return replace(result, certificate=cert, timings=timings)
-    return replace(result, lower_bound=cert.lower_bound, gap=cert.gap, certificate=cert,
-                   timings=timings)
+from ._certify_result import certify_result, proof_result  # noqa: E402  (re-exported)
