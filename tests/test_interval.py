@@ -457,3 +457,35 @@ def test_graph_gradient_refuses_jumps():
     g = Graph(LAYOUT)
     for e in (sp.floor(x) + y, sp.Piecewise((x, y > 0), (y, True)), sp.Max(x, y)):
         assert graph_gradient(g, g.lower(e), 3) is None
+
+
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_poles_and_extrema_at_a_box_end_in_every_dtype(backend, dtype):
+    """Boxes ending within a few ulps of a pole of tan (3 pi/2) or an extremum of sin
+    (pi/2, 5 pi/2): the test of "does the box hold one" runs in the boxes' dtype, and in
+    float32 a pole one ulp inside the end was missed (tan enclosed by [8.7e-08, -8.4e7])."""
+    from constropt.lowering import _rt_interval as R
+
+    def ends(c):
+        v = [dtype(c)]
+        for _ in range(6):
+            v = [np.nextafter(v[0], dtype(-10)), *v, np.nextafter(v[-1], dtype(10))]
+        return np.array(v, dtype=dtype)
+
+    cases = [(R.tan, math.pi, 3 * math.pi / 2, "pole"), (R.sin, 0.0, math.pi / 2, 1.0),
+             (R.sin, 2.0, 5 * math.pi / 2, 1.0), (R.sin, math.pi, 3 * math.pi / 2, -1.0)]
+    for fn, start, crit, what in cases:
+        hi = ends(crit)
+        lo = np.full_like(hi, start)
+        arr = (lambda a: torch.from_numpy(a)) if backend == "torch" else (lambda a: a)
+        out = fn(R.Iv(arr(lo), arr(hi), arr(np.zeros(hi.shape, dtype=bool))))
+        olo, ohi = (np.asarray(v, dtype=np.float64) for v in (out.lo, out.hi))
+        assert (olo <= ohi).all()
+        holds = hi.astype(np.float64) >= crit   # the exact critical point is in the box
+        if what == "pole":
+            assert (np.isneginf(olo[holds]) & np.isposinf(ohi[holds])).all()
+        elif what > 0:
+            assert (ohi[holds] >= 1.0).all()
+        else:
+            assert (olo[holds] <= -1.0).all()

@@ -370,11 +370,16 @@ _BIG = 2.0 ** 40  # beyond this, argument reduction is not trusted: full range
 
 
 def _hits(a, b, phase: float, period: float):
-    """Conservatively: does ``[a, b]`` contain ``phase + k * period`` for an integer k?"""
+    """Conservatively: does ``[a, b]`` contain ``phase + k * period`` for an integer k?
+
+    ``ka``, ``kb`` are computed in the boxes' dtype: a subtraction, a division and the
+    rounded ``phase``/``period`` put a few ulps of error on them, so the margin is eight
+    machine epsilons of that dtype (1e-9 at least) relative to their size; in float32 a
+    pole just inside a box's end was otherwise missed."""
     xp = ops(a)
     ka = (a - phase) / period
     kb = (b - phase) / period
-    margin = 1e-9 * (1.0 + xp.abs(ka) + xp.abs(kb))
+    margin = max(1e-9, 8.0 * float(xp.finfo(a).eps)) * (1.0 + xp.abs(ka) + xp.abs(kb))
     return xp.floor(kb + margin) >= xp.ceil(ka - margin)
 
 
