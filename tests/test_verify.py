@@ -318,3 +318,16 @@ def test_repair_evaluations_count_against_max_evals(budget):
     assert res.nfev <= budget
     if res.feasible:
         assert all(exact_holds(c, dict(res.x)) for c in cons)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_repair_moves_a_continuous_ulp_before_an_integer_unit(seed):
+    """``x + n <= 5`` is active at the optimum (n, x) = (3, 2), f = 0.25; the polish can
+    end at x = 2 + 1 ulp.  The repair must settle the tie with ulp-scale moves of x, not
+    by moving n to 2 (that gave f = 0.45, reported as CONVERGED)."""
+    n = sp.Symbol("n", integer=True)
+    res = constropt.solve((x - 2.3)**2 + (n - 2.6)**2, [x + n <= 5],
+                          bounds={x: (-10, 10), n: (-10, 10)}, seed=seed, progress=False)
+    assert res.success and res.feasible and res.x[n] == 3
+    assert res.fun == pytest.approx(0.25, abs=1e-9)   # x within a few ulps of 2
+    assert float(sp.Rational(res.x[x]) + 3) <= 5       # exact check of the tie
