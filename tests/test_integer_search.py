@@ -114,3 +114,39 @@ def test_solve_defaults_on_ex1221(seed):
     res = constropt.solve(bench.problem(), seed=seed)
     assert res.feasible
     assert res.fun == pytest.approx(bench.f_star, abs=1e-4)
+
+
+def test_bound_flip_mirrors_rc04_residence_times():
+    # RC04's search ends at (x5, x6) = (16, 1e-5), a local optimum 0.0134 worse; the
+    # optimum is the mirror (1e-5, 16), which SLSQP cannot reach from a box side
+    from constropt.solver._intsearch import bound_flips
+
+    bench, problem, pvec = _setup("RC04")
+    x0 = np.clip([0.3908774557935216, 0.39077707837620507, 0.37466138700520596,
+                  0.37486163220219204, 15.974711741118893, 1.0000000972321743e-05],
+                 problem.lower, problem.upper)
+    f0, V0 = check_point(problem, x0, pvec)
+    assert f0 - bench.f_star > 0.013
+    x, f, V, nfev, stop = bound_flips(problem, x0, f0, V0, pvec, 500_000, 0)
+    assert not stop and np.all(V == 0)
+    assert x[4] == pytest.approx(problem.lower[4]) and x[5] > 15  # the mirror
+    # eq_tol 1e-4 (CEC 2020): f* itself leans on the band, so meet it within 1e-6
+    assert f <= bench.f_star + 1e-6
+
+
+def test_bound_flips_leave_an_interior_point_alone():
+    from constropt.solver._intsearch import bound_flips
+
+    bench, problem, pvec = _setup("HS065")  # x* is interior (an active ball)
+    x = np.array(bench.x_star)
+    f0, V0 = check_point(problem, x, pvec)
+    assert bound_flips(problem, x, f0, V0, pvec, None, 5)[3:] == (5, False)
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_hs044_best_vertex_with_defaults(seed):
+    # seeds 3 and 4 ended at the vertex f = -13 before the bound flips
+    bench = benchmarks.get("HS044")
+    res = constropt.solve(bench.problem(), seed=seed)
+    assert res.feasible
+    assert res.fun == pytest.approx(-15.0, abs=1e-6)

@@ -123,14 +123,14 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
 def polish_stage(problem, pop, best, f_best, V_best, pvec, max_evals, nfev,
                  starts: int = 3, deadline=None):
     """SLSQP from the best point and from other distinct good points of the last
-    population ``pop`` (N, S); keep the best feasible result.  With integer genes, then
-    the integer neighbourhood search of :mod:`._intsearch` from the result.
+    population ``pop`` (N, S); keep the best feasible result.  Then the neighbourhood
+    searches of :mod:`._intsearch` from the result: integer moves, bound flips.
 
     Returns ``(x, f, V, nfev, stopped)``: ``stopped`` is None, ``Status.TIME_LIMIT``
     when the deadline cut the polish short, or ``Status.INTERRUPTED`` after Ctrl-C (the
     best point so far is kept; a second Ctrl-C propagates).
     """
-    from ._intsearch import integer_search
+    from ._intsearch import bound_flips, integer_search
 
     try:
         for start in _starts(problem, best, pop, starts):
@@ -139,11 +139,13 @@ def polish_stage(problem, pop, best, f_best, V_best, pvec, max_evals, nfev,
             if stop:
                 timed_out = deadline is not None and time.perf_counter() >= deadline
                 return best, f_best, V_best, nfev, Status.TIME_LIMIT if timed_out else None
-        if problem.integer.any():  # the polish holds integers fixed: move them here
-            best, f_best, V_best, nfev, stop = integer_search(
+        # the polish holds integers fixed and cannot leave a side of the box: move them
+        for search in (integer_search, bound_flips):
+            best, f_best, V_best, nfev, stop = search(
                 problem, best, f_best, V_best, pvec, max_evals, nfev, deadline)
-            if stop and deadline is not None and time.perf_counter() >= deadline:
-                return best, f_best, V_best, nfev, Status.TIME_LIMIT
+            if stop:
+                timed_out = deadline is not None and time.perf_counter() >= deadline
+                return best, f_best, V_best, nfev, Status.TIME_LIMIT if timed_out else None
     except KeyboardInterrupt as exc:
         state = getattr(exc, "state", None)
         if state is not None:

@@ -17,7 +17,10 @@ move:
 
 A move is kept when the polished point is feasible (float64 check) and better; the
 search repeats from a kept point (first improvement) until a round keeps nothing, or
-the evaluation budget or the deadline is spent.  Continuous problems never come here.
+the evaluation budget or the deadline is spent.
+
+:func:`bound_flips` does the same for continuous genes that end on a side of the box:
+each moves to the opposite side, alone and in pairs, before a polish.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import time
 
 import numpy as np
 
-__all__ = ["integer_search", "ENUMERATE", "LINE_VALUES", "PAIR_GENES"]
+__all__ = ["integer_search", "bound_flips", "ENUMERATE", "LINE_VALUES", "PAIR_GENES"]
 
 #: Enumerate every integer assignment when there are at most this many.
 ENUMERATE = 256
@@ -177,6 +180,60 @@ def integer_search(problem, best, f_best, V_best, pvec, max_evals, nfev, deadlin
             start[ints] = cand
             x, f, V, nfev, timed_out = _try(problem, start, pvec, max_evals, nfev, deadline)
             if np.all(V == 0) and sign * f < sign * f_best:
+                best, f_best, V_best, improved = x, f, V, True
+            if timed_out:
+                return best, f_best, V_best, nfev, True
+            if improved:
+                break
+        if not improved:
+            break
+    return best, f_best, V_best, nfev, False
+
+
+#: Bound flips while at most this many continuous genes sit on a bound.
+FLIP_GENES = 10
+
+
+def bound_flips(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=None):
+    """Move continuous genes of ``best`` that sit on a side of the box to the opposite
+    side (one, then two at a time) and polish from there; keep improvements.
+
+    An optimum on the edge of the box is often the mirror of where a search ends: a
+    reactor network whose two residence times trade places (CEC 2020 RC04: the search
+    ends at ``(x5, x6) = (16, 1e-5)``, the optimum is ``(1e-5, 16)``), a bilinear
+    objective whose best vertex has the opposite sides (HS044).  SLSQP from the best
+    point cannot leave the side it stands on; these starts leave it.  Only genes on a
+    bound are moved (at most :data:`FLIP_GENES` of them), so a problem whose best point
+    is interior costs nothing here.  Same parameters and returns as
+    :func:`integer_search`.
+    """
+    if not np.all(V_best == 0) or not np.isfinite(f_best):
+        return best, f_best, V_best, nfev, False
+    lo, hi = problem.lower, problem.upper
+    sign = -1.0 if problem.maximize else 1.0
+    tried: set = set()
+    for _ in range(ROUNDS):
+        tol = 1e-9 * (1.0 + np.abs(best))
+        on_lo = (~problem.integer) & (np.abs(best - lo) <= tol) & (hi > lo)
+        on_hi = (~problem.integer) & (np.abs(best - hi) <= tol) & (hi > lo)
+        side = np.flatnonzero(on_lo | on_hi)
+        if side.size == 0 or side.size > FLIP_GENES:
+            break
+        moves = [(i,) for i in side] + list(itertools.combinations(side, 2))
+        improved = False
+        for move in moves:
+            start = best.copy()
+            for i in move:
+                start[i] = hi[i] if on_lo[i] else lo[i]
+            key = tuple(np.round(start, 12))
+            if key in tried:
+                continue
+            tried.add(key)
+            if len(tried) > MAX_TRIES or (max_evals is not None and max_evals - nfev < 20) or \
+                    (deadline is not None and time.perf_counter() >= deadline):
+                return best, f_best, V_best, nfev, len(tried) <= MAX_TRIES
+            x, f, V, nfev, timed_out = _try(problem, start, pvec, max_evals, nfev, deadline)
+            if np.all(V == 0) and sign * f < sign * f_best - 1e-12 * (1 + abs(f_best)):
                 best, f_best, V_best, improved = x, f, V, True
             if timed_out:
                 return best, f_best, V_best, nfev, True
