@@ -167,7 +167,8 @@ INSIDE = 1e-10
 
 def restore(problem, x0: np.ndarray, pvec: np.ndarray, max_evals=None, iters: int = 30):
     """Feasibility restoration of one point: least-norm Gauss-Newton steps on the
-    violated constraints (every equality, and the conjunctive inequalities above 0),
+    violated constraints (equalities outside their band ``|h| <= eq_tol``, aimed at its
+    edge; conjunctive inequalities above 0, aimed :data:`INSIDE` below it),
     with the exact Jacobian; integer genes held fixed, steps clipped to the box and
     halved until the total violation falls.
 
@@ -190,7 +191,7 @@ def restore(problem, x0: np.ndarray, pvec: np.ndarray, max_evals=None, iters: in
     usable = np.zeros(L, dtype=bool)
     usable[conjunctive_leaves(problem)] = True
     eq = np.array([lf.kind == "eq" for lf in problem.leaves], dtype=bool)
-    tol = np.where(eq, 0.5 * problem.eq_tol, 0.0)
+    band = (1.0 - 1e-3) * problem.eq_tol  # the polish's own share of the band
     lo, hi = problem.lower, problem.upper
     M = np.reshape(pvec, (-1, 1))
 
@@ -198,8 +199,11 @@ def restore(problem, x0: np.ndarray, pvec: np.ndarray, max_evals=None, iters: in
         with np.errstate(all="ignore"):
             _, C = leaves(x[:, None], M)
         C = np.asarray(C, float).reshape(L)
-        r = np.where(eq, C, np.maximum(C + INSIDE, 0.0))  # aim inequalities inside
-        r = np.where(usable & (np.abs(r) > tol), r, 0.0)
+        # equalities to the edge of their band |h| <= eq_tol (the nearest feasible h, not
+        # h = 0: an optimum may lean on the band), inequalities just inside
+        r = np.where(eq, np.sign(C) * np.maximum(np.abs(C) - band, 0.0),
+                     np.where(C > 0, C + INSIDE, 0.0))
+        r = np.where(usable, r, 0.0)
         return r, float(np.sum(np.abs(r))) if np.all(np.isfinite(r)) else np.inf
 
     used = 0
