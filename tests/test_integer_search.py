@@ -96,8 +96,9 @@ def test_polish_from_an_infeasible_start_reaches_hs107_optimum():
     f0, V0 = check_point(problem, x0, pvec)
     x, f, V, nfev, _ = polish_from(problem, x0, pvec, x0, f0, V0, None, 0)
     assert np.all(V == 0)
-    # below f* by up to ~5e-4: the 1e-6 equality band times multipliers of ~5e3
-    assert bench.f_star - 1e-3 <= f <= bench.f_star + 1e-4
+    # the polish may lean on the equality band |h| <= 1e-6: f* less at most the band
+    # times the sum of |multipliers| at x* (4335 + 4091 + 5208 + 0.05: 0.0136)
+    assert bench.f_star - 0.014 <= f <= bench.f_star + 1e-4
 
 
 def test_restore_without_violation_costs_one_evaluation():
