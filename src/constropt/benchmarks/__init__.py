@@ -54,7 +54,7 @@ MINLPLib (``"ex1221"``, ``"ex1223b"``, ``"ex1224"``, ``"ex1225"``, ``"ex1226"``)
     Small mixed-integer instances with proven optimal values, tagged
     ``"minlplib"``.
 
-Hock and Schittkowski (``"HS035"`` ... ``"HS104"``, 11 problems)
+Hock and Schittkowski (``"HS035"`` ... ``"HS111"``, 14 problems)
     Classic nonlinear programming test problems not already in CEC 2006,
     tagged ``"hock-schittkowski"``.
 

@@ -1,8 +1,9 @@
 """Classic nonlinear programming test problems of Hock and Schittkowski (1981).
 
 Problems that the CEC 2006 set does not already contain (HS083 is G04, HS100 G09,
-HS106 G10, HS108 G18, HS113 G07, HS063 close to G15, ...): HS035, HS043, HS044,
-HS062, HS064, HS065, HS066, HS071, HS073, HS076 and HS104. Inequalities are stated
+HS106 G10, HS108 G18, HS112 G14, HS113 G07, HS063 close to G15, ...): HS035, HS040,
+HS043, HS044, HS062, HS064, HS065, HS066, HS071, HS073, HS076, HS104, HS107 and HS111
+(HS040, HS107 and HS111: equality systems of 3, 6 and 3 equations). Inequalities are stated
 as ``g(x) <= 0`` (the book writes ``c(x) >= 0``; ``g = -c``), equalities as
 ``Eq(h(x), 0)``, in the book's order. The book allows unbounded variables; a
 finite box is needed here, and each record's ``source`` says which bounds come from
@@ -85,6 +86,21 @@ def hs035() -> BenchmarkProblem:
               [4 / 3, 7 / 9, 4 / 9], kind="quadratic",
               boxes="x >= 0 from the book; the upper bounds are implied by g1.",
               how="exactly (4/3, 7/9, 4/9), f* = 1/9.")
+
+
+@register("HS040")
+def hs040() -> BenchmarkProblem:
+    """HS040: -x1 x2 x3 x4 on 3 polynomial equalities, 4 variables."""
+    x = variables(4)
+    x1, x2, x3, x4 = x
+    h = [sp.Eq(x1**3 + x2**2 - 1, 0), sp.Eq(x1**2 * x4 - x3, 0), sp.Eq(x4**2 - x2, 0)]
+    x_star = [2 ** (-1 / 3), 2 ** (-1 / 2), 2 ** (-11 / 12), 2 ** (-1 / 4)]
+    return hs(40, -x1 * x2 * x3 * x4, h, x, [(-10, 10)] * 4, -0.25, x_star,
+              kind="polynomial",
+              boxes="none in the book; [-10, 10] added (on the equalities f = -(1 - t) t "
+                    "with t = x4**4, so -1/4 is the global minimum in any box holding x*).",
+              how="exactly (2**(-1/3), 2**(-1/2), 2**(-11/12), 2**(-1/4)), f* = -1/4; "
+                  "x = 0 except x1 = 1 is a stationary point with f = 0.")
 
 
 @register("HS043")
@@ -248,3 +264,69 @@ def hs104() -> BenchmarkProblem:
               0.40066822510886146]
     return hs(104, f, g, x, [(0.1, 10)] * 8, 3.9511634396, x_star,
               boxes="the book's.", how="the book's, refined by a local solve.")
+
+
+@register("HS107")
+def hs107() -> BenchmarkProblem:
+    """HS107: static power scheduling, 9 variables, 6 trigonometric equalities."""
+    x = variables(9)
+    x1, x2, x3, x4, x5, x6, x7, x8, x9 = x
+    a = sp.Rational(484, 10) / sp.Rational(50176, 1000)
+    c, d = a * sp.sin(sp.Rational(1, 4)), a * sp.cos(sp.Rational(1, 4))
+    y1, y2, y3, y4 = sp.sin(x8), sp.cos(x8), sp.sin(x9), sp.cos(x9)
+    y5, y6 = sp.sin(x8 - x9), sp.cos(x8 - x9)
+    f = 3000 * x1 + 1000 * x1**3 + 2000 * x2 + sp.Rational(666667, 1000) * x2**3
+    h = [
+        sp.Rational(2, 5) - x1 + 2 * c * x5**2 - x5 * x6 * (d * y1 + c * y2)
+        - x5 * x7 * (d * y3 + c * y4),
+        sp.Rational(2, 5) - x2 + 2 * c * x6**2 + x5 * x6 * (d * y1 - c * y2)
+        + x6 * x7 * (d * y5 - c * y6),
+        sp.Rational(4, 5) + 2 * c * x7**2 + x5 * x7 * (d * y3 - c * y4)
+        - x6 * x7 * (d * y5 + c * y6),
+        sp.Rational(1, 5) - x3 + 2 * d * x5**2 + x5 * x6 * (c * y1 - d * y2)
+        + x5 * x7 * (c * y3 - d * y4),
+        sp.Rational(1, 5) - x4 + 2 * d * x6**2 - x5 * x6 * (c * y1 + d * y2)
+        - x6 * x7 * (c * y5 + d * y6),
+        -sp.Rational(337, 1000) + 2 * d * x7**2 - x5 * x7 * (c * y3 + d * y4)
+        + x6 * x7 * (c * y5 - d * y6),
+    ]
+    v = (0.90909, 1.0909)
+    x_star = [0.66701276231532787, 1.0223847170508323, 0.22828714466751984,
+              0.18482175612975046, 1.0909, 1.0909, 1.0690360031428222,
+              0.10661062240656406, -0.33878761906990654]
+    return hs(107, f, [sp.Eq(e, 0) for e in h], x,
+              [(0, 10), (0, 10), (-10, 10), (-10, 10), v, v, v, (-10, 10), (-10, 10)],
+              5055.0118035438, x_star,
+              boxes="x1, x2 >= 0 and 0.90909 <= x5, x6, x7 <= 1.0909 from the book; "
+                    "x1, x2 <= 10 and |x3|, |x4| <= 10 added (the equalities give "
+                    "|x1|, ..., |x4| < 5 on the box of x5, x6, x7); the angles x8, x9 "
+                    "are free in the book, [-10, 10] added (f and h are 2 pi-periodic "
+                    "in them).",
+              how="the book's (f* = 5055.01180339, with the coefficient 666.667 as "
+                  "printed), refined by Newton's method on the KKT system at 50 "
+                  "digits with x5 = x6 = 1.0909 active.")
+
+
+@register("HS111")
+def hs111() -> BenchmarkProblem:
+    """HS111: chemical equilibrium in exponential variables, 10 variables, 3 equalities."""
+    x = variables(10)
+    cc = ["-6.089", "-17.164", "-34.054", "-5.914", "-24.721", "-14.986", "-24.1",
+          "-10.708", "-26.662", "-22.179"]
+    e = [sp.exp(v) for v in x]
+    total = sp.log(sum(e))
+    f = sum(ej * (sp.Rational(cj) + xj - total) for ej, cj, xj in zip(e, cc, x))
+    h = [
+        sp.Eq(e[0] + 2 * e[1] + 2 * e[2] + e[5] + e[9] - 2, 0),
+        sp.Eq(e[3] + 2 * e[4] + e[5] + e[6] - 1, 0),
+        sp.Eq(e[2] + e[6] + e[7] + 2 * e[8] + e[9] - 1, 0),
+    ]
+    x_star = [-3.2023115885512144, -1.9123665970809809, -0.24442674775038383,
+              -6.5611772716583763, -0.72309796329530466, -7.2742322801881428,
+              -3.5972374223277792, -4.0203167306908509, -3.2883768813602538,
+              -2.3343717392206173]
+    return hs(111, f, h, x, [(-100, 100)] * 10, -47.761090859365864, x_star,
+              boxes="the book's.",
+              how="the book's (f* = -47.76109086), refined by Newton's method on the "
+                  "KKT system at 50 digits. CEC 2006's G14 is the same problem in the "
+                  "variables exp(x).")

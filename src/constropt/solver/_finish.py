@@ -69,15 +69,22 @@ def _key(problem, f: float, V: np.ndarray):
 
 def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, deadline=None):
     """SLSQP from ``start`` (strict margin 0, then 1e-9, then 1e-6 if it ends a hair
-    outside); the result replaces ``best`` if feasible and better.  Each float64 check of
-    a candidate counts one evaluation.
+    outside; an infeasible ``start`` first projected onto its violated constraints by
+    :func:`._newton.restore`, as is an SLSQP end a hair outside); the result replaces
+    ``best`` if feasible and better.  Each float64 check of a candidate counts one
+    evaluation.
 
     Returns ``(x, f, V, nfev, stop)``; ``stop`` when the budget or the time (``deadline``,
     a ``time.perf_counter()`` value) is spent.  Ctrl-C raises :class:`PolishInterrupted`
     whose ``state`` is ``(x, f, V, nfev)`` with the polish's last point taken if better.
     """
+    from ._newton import restore
     from ._polish import PolishInterrupted, polish
 
+    # an infeasible start is first projected onto the violated constraints (Newton)
+    start, used = restore(problem, start, pvec,
+                          None if max_evals is None else max(0, max_evals - nfev - 20))
+    nfev += used
     for margin in (0.0, 1e-9, 1e-6):
         budget = None if max_evals is None else max_evals - nfev - 1  # 1: the check
         if budget is not None and budget < 10:
@@ -97,6 +104,12 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
             raise
         nfev += used + 1
         f_c, V_c = check_point(problem, cand, pvec)
+        if not np.all(V_c == 0):  # SLSQP ended a hair off: project back (Newton)
+            cand, used = restore(problem, cand, pvec,
+                                 None if max_evals is None else max(0, max_evals - nfev - 20))
+            if used > 1:
+                nfev += used + 1
+                f_c, V_c = check_point(problem, cand, pvec)
         if np.all(V_c == 0):
             if _key(problem, f_c, V_c) < _key(problem, f_best, V_best):
                 best, f_best, V_best = cand, f_c, V_c
@@ -109,16 +122,26 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
 def polish_stage(problem, pop, best, f_best, V_best, pvec, max_evals, nfev,
                  starts: int = 3, deadline=None):
     """SLSQP from the best point and from other distinct good points of the last
-    population ``pop`` (N, S); keep the best feasible result.
+    population ``pop`` (N, S); keep the best feasible result.  Then the neighbourhood
+    searches of :mod:`._intsearch` from the result: integer moves, bound flips.
 
     Returns ``(x, f, V, nfev, stopped)``: ``stopped`` is None, ``Status.TIME_LIMIT``
     when the deadline cut the polish short, or ``Status.INTERRUPTED`` after Ctrl-C (the
     best point so far is kept; a second Ctrl-C propagates).
     """
+    from ._intsearch import bound_flips, integer_search
+
     try:
         for start in _starts(problem, best, pop, starts):
             best, f_best, V_best, nfev, stop = polish_from(problem, start, pvec, best, f_best,
                                                            V_best, max_evals, nfev, deadline)
+            if stop:
+                timed_out = deadline is not None and time.perf_counter() >= deadline
+                return best, f_best, V_best, nfev, Status.TIME_LIMIT if timed_out else None
+        # the polish holds integers fixed and cannot leave a side of the box: move them
+        for search in (integer_search, bound_flips):
+            best, f_best, V_best, nfev, stop = search(
+                problem, best, f_best, V_best, pvec, max_evals, nfev, deadline)
             if stop:
                 timed_out = deadline is not None and time.perf_counter() >= deadline
                 return best, f_best, V_best, nfev, Status.TIME_LIMIT if timed_out else None

@@ -1,0 +1,244 @@
+"""Integer neighbourhood search after the polish of a mixed-integer problem.
+
+The polish (:mod:`._polish`) holds integer genes fixed, so a search that ends with one
+integer wrong stays wrong: a binary switched off, or an integer one admissible value
+away (a set such as ``{1, 2, 3, 5, 8, 10, 12}`` declared by a product equality leaves
+infeasible gaps that a DE step across is unlikely to land beyond).  This local search
+moves the integer genes of the best point and polishes the continuous genes for each
+move:
+
+* every value of one gene (all its values when its range holds at most
+  :data:`LINE_VALUES` or an equality of its own confines it to a set, else the
+  neighbours ``+-1``, ``+-2``);
+* one step on two genes at once (swaps of binaries: ``1 - b4 - b5 <= 0`` forbids
+  switching one off before the other is on), while there are at most
+  :data:`PAIR_GENES` integer genes;
+* all assignments when there are at most :data:`ENUMERATE` of them.
+
+A move is kept when the polished point is feasible (float64 check) and better; the
+search repeats from a kept point (first improvement) until a round keeps nothing, or
+the evaluation budget or the deadline is spent.
+
+:func:`bound_flips` does the same for continuous genes that end on a side of the box:
+each moves to the opposite side, alone and in pairs, before a polish.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+
+import numpy as np
+
+__all__ = ["integer_search", "bound_flips", "ENUMERATE", "LINE_VALUES", "PAIR_GENES"]
+
+#: Enumerate every integer assignment when there are at most this many.
+ENUMERATE = 256
+#: A gene whose range holds at most this many values tries all of them.
+LINE_VALUES = 16
+#: Pair moves while there are at most this many integer genes.
+PAIR_GENES = 12
+#: Rounds of first-improvement moves at most, and moves tried at most in all.
+ROUNDS = 8
+MAX_TRIES = 400
+
+
+def _values(problem, ints: np.ndarray) -> list:
+    """The values each integer gene may take: its allowed set when an equality of its
+    own confines it (:func:`._snap.integer_sets`), else the integers of its range (None
+    when the range holds more than :data:`LINE_VALUES`: moves are then +-1, +-2)."""
+    from ._snap import integer_sets
+
+    sets = integer_sets(problem)
+    out = []
+    for i in ints:
+        if sets is not None and np.isfinite(sets[i]).any():
+            out.append(sets[i][np.isfinite(sets[i])])
+            continue
+        lo, hi = math.ceil(problem.lower[i] - 1e-9), math.floor(problem.upper[i] + 1e-9)
+        out.append(np.arange(lo, hi + 1, dtype=np.float64) if hi - lo < LINE_VALUES else None)
+    return out
+
+
+def _steps(values, lo: float, hi: float, v: float, d: int):
+    """The value ``d`` places from ``v`` (in ``values``, or on the integers of
+    ``[lo, hi]``), or None."""
+    if values is None:
+        return v + d if lo <= v + d <= hi else None
+    at = int(np.argmin(np.abs(values - v))) + d
+    return float(values[at]) if 0 <= at < values.size else None
+
+
+def _moves(values: list, lo: np.ndarray, hi: np.ndarray, z: np.ndarray):
+    """Candidate integer vectors around ``z`` (the integer genes' values)."""
+    k = z.size
+    if all(v is not None for v in values) and \
+            math.prod(v.size for v in values) <= ENUMERATE:
+        for combo in itertools.product(*values):
+            yield np.array(combo, dtype=np.float64)
+        return
+    for i in range(k):
+        line = values[i] if values[i] is not None else \
+            [c for c in (_steps(None, lo[i], hi[i], z[i], d) for d in (-1, 1, -2, 2))
+             if c is not None]
+        for v in line:
+            if v != z[i]:
+                c = z.copy()
+                c[i] = v
+                yield c
+    if k <= PAIR_GENES:
+        for i, j in itertools.combinations(range(k), 2):
+            for di, dj in ((1, -1), (-1, 1), (1, 1), (-1, -1)):
+                vi = _steps(values[i], lo[i], hi[i], z[i], di)
+                vj = _steps(values[j], lo[j], hi[j], z[j], dj)
+                if vi is not None and vj is not None:
+                    c = z.copy()
+                    c[i], c[j] = vi, vj
+                    yield c
+
+
+def _try(problem, start, pvec, max_evals, nfev, deadline):
+    """One polish of the continuous genes from ``start`` (integer genes fixed), 1e-9
+    inside the constraints (one SLSQP run per move; the final polish retries margins),
+    and its float64 check; an infeasible end is projected (:func:`._newton.restore`)
+    and polished once more.  Returns ``(x, f, V, nfev, timed_out)``."""
+    from ._newton import restore
+    from ._polish import polish
+    from ._verdict import check_point
+
+    def left():
+        return None if max_evals is None else max(0, max_evals - nfev - 20)
+
+    info: dict = {}
+    x, used = polish(problem, start, pvec, max_evals=left(), margin=1e-9,
+                     deadline=deadline, info=info)
+    f, V = check_point(problem, x, pvec)
+    nfev += used + 1
+    if not np.all(V == 0) and not info.get("timed_out"):
+        # SLSQP may stall off a steep equality: project, then polish from there
+        x, used = restore(problem, x, pvec, left())
+        f, V = check_point(problem, x, pvec)
+        nfev += used + 1
+        if np.all(V == 0):
+            x2, used = polish(problem, x, pvec, max_evals=left(), margin=1e-9,
+                              deadline=deadline, info=info)
+            f2, V2 = check_point(problem, x2, pvec)
+            nfev += used + 1
+            if np.all(V2 == 0) and (f2 > f if problem.maximize else f2 < f):
+                x, f, V = x2, f2, V2
+    return x, f, V, nfev, bool(info.get("timed_out"))
+
+
+def integer_search(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=None):
+    """Move the integer genes of ``best`` (n,) and polish the rest; keep improvements.
+
+    Only a feasible ``best`` is moved (an infeasible one is the polish's business).
+
+    Parameters
+    ----------
+    problem : Problem
+    best : ndarray, shape (n,)
+        The best point so far, ``f_best`` its objective (user's sense) and ``V_best``
+        its violations, shape (m,).
+    pvec : ndarray, shape (n_params,)
+    max_evals : int or None
+        The run's budget, of which ``nfev`` are spent.
+    deadline : float, optional
+        A ``time.perf_counter()`` value.
+
+    Returns
+    -------
+    tuple
+        ``(x, f, V, nfev, stop)``: the best point, its objective and violations, the
+        evaluations spent in all, and whether the budget or the deadline stopped it.
+    """
+    ints = np.flatnonzero(problem.integer)
+    if ints.size == 0 or not np.all(V_best == 0) or not np.isfinite(f_best):
+        return best, f_best, V_best, nfev, False
+    lo = np.ceil(problem.lower[ints] - 1e-9)
+    hi = np.floor(problem.upper[ints] + 1e-9)
+    values = _values(problem, ints)
+    sign = -1.0 if problem.maximize else 1.0
+    seen = {tuple(np.round(best[ints]))}
+    tries = 0
+    for _ in range(ROUNDS):
+        z = np.round(best[ints])
+        improved = False
+        for cand in _moves(values, lo, hi, z):
+            key = tuple(cand)
+            if key in seen:
+                continue
+            seen.add(key)
+            tries += 1
+            if tries > MAX_TRIES:
+                return best, f_best, V_best, nfev, False
+            if (max_evals is not None and max_evals - nfev < 20) or \
+                    (deadline is not None and time.perf_counter() >= deadline):
+                return best, f_best, V_best, nfev, True
+            start = best.copy()
+            start[ints] = cand
+            x, f, V, nfev, timed_out = _try(problem, start, pvec, max_evals, nfev, deadline)
+            if np.all(V == 0) and sign * f < sign * f_best:
+                best, f_best, V_best, improved = x, f, V, True
+            if timed_out:
+                return best, f_best, V_best, nfev, True
+            if improved:
+                break
+        if not improved:
+            break
+    return best, f_best, V_best, nfev, False
+
+
+#: Bound flips while at most this many continuous genes sit on a bound.
+FLIP_GENES = 10
+
+
+def bound_flips(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=None):
+    """Move continuous genes of ``best`` that sit on a side of the box to the opposite
+    side (one, then two at a time) and polish from there; keep improvements.
+
+    An optimum on the edge of the box is often the mirror of where a search ends: a
+    reactor network whose two residence times trade places (CEC 2020 RC04: the search
+    ends at ``(x5, x6) = (16, 1e-5)``, the optimum is ``(1e-5, 16)``), a bilinear
+    objective whose best vertex has the opposite sides (HS044).  SLSQP from the best
+    point cannot leave the side it stands on; these starts leave it.  Only genes on a
+    bound are moved (at most :data:`FLIP_GENES` of them), so a problem whose best point
+    is interior costs nothing here.  Same parameters and returns as
+    :func:`integer_search`.
+    """
+    if not np.all(V_best == 0) or not np.isfinite(f_best):
+        return best, f_best, V_best, nfev, False
+    lo, hi = problem.lower, problem.upper
+    sign = -1.0 if problem.maximize else 1.0
+    tried: set = set()
+    for _ in range(ROUNDS):
+        tol = 1e-9 * (1.0 + np.abs(best))
+        on_lo = (~problem.integer) & (np.abs(best - lo) <= tol) & (hi > lo)
+        on_hi = (~problem.integer) & (np.abs(best - hi) <= tol) & (hi > lo)
+        side = np.flatnonzero(on_lo | on_hi)
+        if side.size == 0 or side.size > FLIP_GENES:
+            break
+        moves = [(i,) for i in side] + list(itertools.combinations(side, 2))
+        improved = False
+        for move in moves:
+            start = best.copy()
+            for i in move:
+                start[i] = hi[i] if on_lo[i] else lo[i]
+            key = tuple(np.round(start, 12))
+            if key in tried:
+                continue
+            tried.add(key)
+            if len(tried) > MAX_TRIES or (max_evals is not None and max_evals - nfev < 20) or \
+                    (deadline is not None and time.perf_counter() >= deadline):
+                return best, f_best, V_best, nfev, len(tried) <= MAX_TRIES
+            x, f, V, nfev, timed_out = _try(problem, start, pvec, max_evals, nfev, deadline)
+            if np.all(V == 0) and sign * f < sign * f_best - 1e-12 * (1 + abs(f_best)):
+                best, f_best, V_best, improved = x, f, V, True
+            if timed_out:
+                return best, f_best, V_best, nfev, True
+            if improved:
+                break
+        if not improved:
+            break
+    return best, f_best, V_best, nfev, False
