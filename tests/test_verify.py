@@ -331,3 +331,20 @@ def test_repair_moves_a_continuous_ulp_before_an_integer_unit(seed):
     assert res.success and res.feasible and res.x[n] == 3
     assert res.fun == pytest.approx(0.25, abs=1e-9)   # x within a few ulps of 2
     assert float(sp.Rational(res.x[x]) + 3) <= 5       # exact check of the tie
+
+
+def test_repair_candidates_never_leave_the_box():
+    """A unit move of an integer gene at its lower bound would leave the box (RC13 was
+    reported feasible at x4 = 77 with x4 in [78, 102])."""
+    from constropt.solver._verify import _candidates
+
+    n = sp.Symbol("n", integer=True)
+    p = constropt.Problem(x + n, [x + n >= 78.5], bounds={x: (0, 1), n: (78, 102)})
+    order = [str(v) for v in p.variables]
+    x0 = np.array([78.0 if v == "n" else 0.5 for v in order])
+    genes = [78 if v == "n" else 0.5 for v in order]
+    d = np.array([-1.0 if v == "n" else 0.0 for v in order])   # only the integer may move
+    moved = list(_candidates(p, x0, genes, d))
+    assert all((xm >= p.lower).all() and (xm <= p.upper).all() for xm, _ in moved)
+    d_up = -d
+    assert any(g[order.index("n")] == 79 for _, g in _candidates(p, x0, genes, d_up))

@@ -347,6 +347,8 @@ def _candidates(problem, x, genes, d, newton=()):
             g2[k] = genes[k] + (m if d[k] > 0 else -m)
         x2 = x.copy()
         x2[ints] = [float(g2[k]) for k in ints]
+        if np.any(x2[ints] < lo[ints]) or np.any(x2[ints] > hi[ints]):
+            continue  # never out of the box (RC13 was "repaired" to x4 = 77 < 78)
         yield x2, g2
 
 
