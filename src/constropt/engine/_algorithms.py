@@ -112,10 +112,7 @@ class GA:
         return since >= self.control_generations
 
     def restart(self, st: GAState, rows, X1, keep):
-        """Half of the new population in boxes around the best point (see
-        :func:`._ga.around`), the best point itself kept."""
-        lower, upper, integer = self.bounds
-        return self.start(_inject(_ga.around(X1, keep, lower, upper, integer), keep))
+        return self.start(_inject(X1, keep))
 
     def compact(self, st, rows):  # pragma: no cover - one instance never compacts
         raise NotImplementedError("the GA runs one instance")

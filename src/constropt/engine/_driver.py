@@ -26,7 +26,7 @@ import numpy as np
 from ._ga import Population
 from ._ranking import better
 from ._status import Status
-from ._termination import _C, CODES, Termination, check, improved
+from ._termination import _C, CODES, Termination, check
 from ._xp import asarray, is_torch, namespace, take, to_numpy
 
 __all__ = ["Termination", "Outcome", "Instance", "DriverState", "Driver", "check", "CODES"]
@@ -328,30 +328,14 @@ class Driver:
             room = np.ones(ids.size, dtype=bool) if term.max_evals is None else \
                 to_numpy(st.nfev)[ids] + (term.stagnation + 1) * S <= term.max_evals
             again = conv & room & (to_numpy(st.restarts)[ids] < term.restarts)
-            if term.restart_while_improving:
-                again &= self._paid(ids, f, cv)
             if again.any():
                 self._restart(pos[again], ids[again])
                 code[again] = 0
         for c in np.unique(code[code > 0]):
             self._finish(pos[code == c], CODES[c])
 
-    def _paid(self, ids, f, cv):
-        """Per instance: no restart yet, or the best improved since the last one (host
-        record, not in checkpoints: a resumed run may restart once more)."""
-        rec = getattr(self, "_at_restart", None)
-        if rec is None:
-            B = self.state.code.shape[0]
-            rec = self._at_restart = (np.full(B, np.inf), np.full(B, np.inf))
-        r_f, r_cv = rec[0][ids], rec[1][ids]
-        first = ~np.isfinite(r_f) & ~np.isfinite(r_cv)
-        return first | improved(f, cv, r_f, r_cv, self.term.ftol)
-
     def _restart(self, pos, ids) -> None:
         st = self.state
-        rec = getattr(self, "_at_restart", None)
-        if rec is not None:
-            rec[0][ids], rec[1][ids] = to_numpy(st.last_f)[ids], to_numpy(st.last_cv)[ids]
         X1 = self.new_population(len(pos))
         sel = asarray(pos, X1)
         keep = namespace(X1).take(st.best.x, sel, axis=1)

@@ -14,17 +14,16 @@ array namespace of its inputs (:mod:`._xp`): NumPy arrays or torch tensors.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ._ranking import select
 from ._selection import tournament
-from ._variation import line_sbx, local_mutation, polynomial_mutation, repair, sbx
-from ._xp import Random, logspace, namespace
+from ._variation import polynomial_mutation, repair, sbx
+from ._xp import Random, namespace
 
 __all__ = ["GAConfig", "Population", "GARandoms", "draw", "make_step", "initial", "survive",
-           "merge", "around"]
+           "merge"]
 
 
 @dataclass(frozen=True)
@@ -72,10 +71,10 @@ class GARandoms(NamedTuple):
 
     tour: Any      # (2, S) int32 contestants
     cross: Any     # (N, S/2) int32, 31 random bits: bit 0 gene crosses,
-    #                bit 1 swap, bit 2 (row 0) line pair, bits 7-30 SBX spread u
+    #                bit 1 swap, bits 7-30 SBX spread u
     pair: Any      # (1, S/2) bool: pair crosses over (p_cross)
     mut: Any       # (N, S) int64, 63 random bits: bits 0-23 mutation u,
-    #                bit 24 local scale, bits 39-62 compared with mut_thr
+    #                bits 39-62 compared with mut_thr
     mut_thr: Any   # () int64: a gene mutates when bits 39-62 < round(p_mut 2^24)
 
 
@@ -130,41 +129,6 @@ def unpack_mut(rnd: GARandoms, dtype):
     return xp.astype(m & _M24, dtype) * _U24, (m >> 39) < rnd.mut_thr
 
 
-def crossover(p1, p2, rnd: GARandoms, lower, upper, eta_c: float):
-    """Children of the pairs ``(p1, p2)`` (N, S/2): half of the crossing pairs by
-    gene-wise SBX, the other half by SBX along the line through the parents
-    (:func:`._variation.line_sbx`: one spread factor per pair)."""
-    xp = namespace(p1)
-    u_x, do_x, swap = unpack_cross(rnd, p1.dtype)
-    c1, c2 = sbx(p1, p2, lower, upper, u_x, do_x, swap, eta_c)
-    line = ((rnd.cross[:1] & 4) != 0) & rnd.pair  # (1, S/2)
-    l1, l2 = line_sbx(p1, p2, lower, upper, u_x[:1], eta_c)
-    return xp.where(line, l1, c1), xp.where(line, l2, c2)
-
-
-#: Local mutation: steps of up to ``LOCAL_WIDTH`` times the population's spread per
-#: gene, polynomial with index ``LOCAL_ETA`` (a typical step is a fifth of the width).
-#: A smaller width or a larger index (the box-scale operator's 20) lets the population
-#: contract faster than it moves: on G06 the search then stalls 0.4-4 above f*, with
-#: these it reaches 2e-5 (3 seeds, measured without the polish).
-LOCAL_WIDTH = 2.0
-LOCAL_ETA = 2.0
-
-
-def mutate(kids, pop_X, rnd: GARandoms, lower, upper, integer, eta_m: float):
-    """Polynomial mutation of the children ``kids`` (N, S), half of the mutated genes
-    on the box's scale (exploration) and half on the parents' spread (``pop_X``'s range
-    per gene: refinement, see :func:`._variation.local_mutation`); integer genes always
-    on the box's scale."""
-    xp = namespace(kids)
-    u_m, do_m = unpack_mut(rnd, kids.dtype)
-    spread = xp.max(pop_X, axis=1, keepdims=True) - xp.min(pop_X, axis=1, keepdims=True)
-    local = (((rnd.mut >> 24) & 1) != 0) & ~integer
-    wide = polynomial_mutation(kids, lower, upper, u_m, do_m & ~local, eta_m)
-    return local_mutation(wide, lower, upper, u_m, do_m & local, LOCAL_WIDTH * spread,
-                          LOCAL_ETA)
-
-
 def initial(rng: Random, S: int, lower, upper, integer, dtype):
     """Uniform random population in the box, shape (N, S); integer genes uniform on
     their integers."""
@@ -175,37 +139,6 @@ def initial(rng: Random, S: int, lower, upper, integer, dtype):
     hi_i = xp.where(integer, upper + 0.5, upper)
     X = lo_i + u * (hi_i - lo_i)
     return repair(X, lower, upper, integer)
-
-
-#: Restart populations: the share of individuals drawn in boxes around the best point
-#: (the rest stay uniform over the whole box), and the smallest of those boxes.
-AROUND_SHARE = 0.5
-AROUND_MIN = 1e-4
-
-
-def around(X, best, lower, upper, integer):
-    """A restart population: the first ``AROUND_SHARE`` of ``X``'s individuals moved
-    into boxes centred on ``best`` and shrunk by factors from 1 down to ``AROUND_MIN``
-    (geometrically, one factor per individual); the others kept as they are.
-
-    A GA whose population collapsed on a narrow region (a ridge, the tip of a
-    feasible region) crawls along it slower than it contracts: restarting at several
-    scales around the best point spreads it again where progress is, while the
-    uniform part keeps exploring.  ``X`` (N, K, S) uniform over the box, ``best``
-    (N, K); bounds (N, 1).  Each moved point is a convex combination of ``best`` and a
-    point of the box, so it stays inside; integer genes are rounded.
-    """
-    S = X.shape[-1]
-    m = int(AROUND_SHARE * S)
-    if m == 0:
-        return X
-    xp = namespace(X)
-    r = logspace(0.0, math.log10(AROUND_MIN), m, X)
-    b = best[..., None]
-    near = b + r * (X[..., :m] - b)
-    lo, hi, it = (t[..., None] if X.ndim == 3 else t for t in (lower, upper, integer))
-    near = repair(near, lo, hi, it)
-    return xp.concat([near, X[..., m:]], axis=-1)
 
 
 def _raw_keys(f, cv):
@@ -253,9 +186,11 @@ def make_step(fitness, eta_c: float, eta_m: float, handler=None):
         w = tournament(*keys(pop.f, pop.cv), rnd.tour)
         p1 = xp.take(pop.X, w[:H], axis=1)
         p2 = xp.take(pop.X, w[H:], axis=1)
-        c1, c2 = crossover(p1, p2, rnd, lower, upper, eta_c)
+        u_x, do_x, swap = unpack_cross(rnd, pop.X.dtype)
+        c1, c2 = sbx(p1, p2, lower, upper, u_x, do_x, swap, eta_c)
         kids = xp.concat([c1, c2], axis=1)
-        kids = mutate(kids, pop.X, rnd, lower, upper, integer, eta_m)
+        u_m, do_m = unpack_mut(rnd, pop.X.dtype)
+        kids = polynomial_mutation(kids, lower, upper, u_m, do_m, eta_m)
         kids = repair(kids, lower, upper, integer)
         fk, cvk = fitness(kids, P, eq_tol)
         return merge(pop, kids, fk, cvk, keys)

@@ -26,8 +26,7 @@ class Termination:
     polish's share is kept apart by the caller.  ``target`` is in minimization sense.
     ``collapse``: stop when the population is feasible and its objectives agree to
     ``ftol``.  ``restarts``: on stagnation start again (best point kept) this many times
-    while the budget allows; with ``restart_while_improving`` only while the previous
-    restart improved the best point (the GA's many cheap restarts stop paying early).
+    while the budget allows.
     """
 
     max_generations: int
@@ -39,7 +38,6 @@ class Termination:
     check_every: int = 10
     collapse: bool = True
     restarts: int = 0
-    restart_while_improving: bool = False
 
 
 def improved(f, cv, f_old, cv_old, ftol):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ._xp import namespace, take
 
-__all__ = ["sbx", "line_sbx", "polynomial_mutation", "local_mutation", "repair"]
+__all__ = ["sbx", "polynomial_mutation", "repair"]
 
 
 def sbx(p1, p2, lower, upper, u, do_gene, swap, eta: float):
@@ -60,29 +60,6 @@ def sbx(p1, p2, lower, upper, u, do_gene, swap, eta: float):
     return xp.where(ok, c1, p1), xp.where(ok, c2, p2)
 
 
-def line_sbx(p1, p2, lower, upper, u, eta: float):
-    """Simulated binary crossover with one spread factor per pair (all genes cross, no
-    gene exchange): both children lie on the line through their parents.
-
-    Gene-wise SBX draws a spread factor per gene and sorts each gene's pair, which
-    breaks the correlation between genes: on a narrow feasible region that runs
-    diagonally to the axes (a ridge, an active constraint, an equality manifold) most
-    of its children land outside.  Sharing the factor keeps the parents' direction,
-    so children extend or interpolate along the region as the parents sample it.
-
-    ``p1``, ``p2`` (N, K); ``u`` (1, K) uniform numbers, one per pair; children are
-    clipped to the box.
-    """
-    xp = namespace(p1)
-    e1 = 1.0 / (eta + 1.0)
-    beta = xp.where(u <= 0.5, xp.clip(2.0 * u, min=0.0),
-                    1.0 / xp.clip(2.0 * (1.0 - u), min=1e-30)) ** e1
-    mid, half = 0.5 * (p1 + p2), 0.5 * (p1 - p2)
-    c1 = xp.minimum(xp.maximum(mid + beta * half, lower), upper)
-    c2 = xp.minimum(xp.maximum(mid - beta * half, lower), upper)
-    return c1, c2
-
-
 def polynomial_mutation(y, lower, upper, u, do_gene, eta: float):
     """Polynomial mutation, bounded variant (Deb and Goyal 1996).
 
@@ -102,26 +79,6 @@ def polynomial_mutation(y, lower, upper, u, do_gene, eta: float):
     dq = xp.where(lo_branch, r - 1.0, 1.0 - r)
     out = y + dq * width
     out = xp.minimum(xp.maximum(out, lower), upper)
-    return xp.where(do_gene, out, y)
-
-
-def local_mutation(y, lower, upper, u, do_gene, width, eta: float):
-    """Polynomial mutation on a local scale: steps of the unbounded polynomial
-    distribution times ``width`` (N, 1), the population's current spread per gene,
-    instead of the box width, then clipped to the box.
-
-    Late in a run the population has contracted around the optimum and a step of the
-    box's scale almost never lands closer; a step of the population's scale does (the
-    GA's counterpart of an evolution strategy's adapted step size).  ``u`` (N, K)
-    uniform numbers; ``do_gene`` (N, K) which genes mutate; ``y`` (N, K).
-    """
-    xp = namespace(y)
-    p = 1.0 / (eta + 1.0)
-    lo_branch = u < 0.5
-    base = xp.clip(xp.where(lo_branch, 2.0 * u, 2.0 * (1.0 - u)), min=0.0)
-    r = base ** p  # one power; r in [0, 1], near 1 for most u
-    dq = xp.where(lo_branch, r - 1.0, 1.0 - r)
-    out = xp.minimum(xp.maximum(y + dq * width, lower), upper)
     return xp.where(do_gene, out, y)
 
 

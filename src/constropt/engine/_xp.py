@@ -24,7 +24,7 @@ import array_api_compat as _compat
 import array_api_compat.numpy as _compat_np
 import numpy as np
 
-__all__ = ["namespace", "is_torch", "take", "put_rows", "median_low", "logspace", "to_numpy",
+__all__ = ["namespace", "is_torch", "take", "put_rows", "median_low", "to_numpy",
            "inference", "compiling", "sym_max", "Random", "asarray", "BACKENDS"]
 
 #: Names of the engine's backends.
@@ -119,16 +119,6 @@ def median_low(x):
     if is_torch(x):
         return x.median(dim=-1).values
     return np.sort(x, axis=-1)[..., (x.shape[-1] - 1) // 2]
-
-
-def logspace(start: float, stop: float, num: int, like):
-    """``num`` numbers from ``10**start`` to ``10**stop`` (geometric), of ``like``'s
-    backend, dtype and device (torch computes them in the dtype, as it always did)."""
-    if is_torch(like):
-        import torch
-
-        return torch.logspace(start, stop, num, dtype=like.dtype, device=like.device)
-    return np.logspace(start, stop, num).astype(like.dtype)
 
 
 def to_numpy(x) -> np.ndarray:

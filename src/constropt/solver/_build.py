@@ -53,21 +53,12 @@ def _problem_of(objective, constraints, variables, bounds, maximize, opts, optio
     return problem, problem.parameter_vector(None), time.perf_counter() - t0
 
 
-#: ``restarts="auto"`` with ``algorithm="ga"``: its population contracts faster than
-#: DE's, so it restarts (around the best point, see ``engine._ga.around``) on every
-#: problem, up to this many times while the budget allows and each restart improved
-#: the best point.
-GA_RESTARTS = 10
-
-
 def default_restarts(problem, opts) -> int:
-    """``restarts="auto"``: for DE none for small continuous problems without equalities
-    (at most 4 variables: one run and the polish solve them, measured on the
-    collection), 3 otherwise; for the GA :data:`GA_RESTARTS`."""
+    """``restarts="auto"``: none for small continuous problems without equalities (at
+    most 4 variables: one run and the polish solve them, measured on the collection), 3
+    otherwise."""
     if opts.restarts != "auto":
         return opts.restarts
-    if opts.algorithm == "ga":
-        return GA_RESTARTS
     small = problem.n <= 4 and not problem.integer.any() and \
         not any(lf.kind == "eq" for lf in problem.leaves)
     return 0 if small else 3
@@ -261,14 +252,13 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
     if opts.target is not None:
         target = -opts.target if problem.maximize else opts.target
     term = Termination(
-        max_generations=opts.max_generations or 3000,
+        max_generations=opts.max_generations or (1000 if algorithm == "ga" else 3000),
         max_evals=budget.search, time_limit=time_limit, target=target,
         stagnation=opts.stagnation, ftol=opts.ftol, check_every=opts.check_every,
         # integer plateaus make equal objectives common long before the search is done;
         # with a consensus (islands) each rank's own population cannot decide a stop
         collapse=not problem.integer.any() and consensus is None,
-        restarts=default_restarts(problem, opts),
-        restart_while_improving=algorithm == "ga" and opts.restarts == "auto")
+        restarts=default_restarts(problem, opts))
     compile_s = 0.0
     if use_compile:  # warm the compiled step once, outside the search clock, under the
         t0 = time.perf_counter()  # search's autograd mode (Dynamo guards on it)
