@@ -35,7 +35,7 @@ import numpy as np
 
 from .._errors import OptionError
 
-__all__ = ["Certificate", "certify", "certify_option", "certify_result", "proof_result"]
+__all__ = ["Certificate", "certify", "certify_option"]
 
 _DEBUG = False
 SECOND_ORDER = True
@@ -377,5 +377,3 @@ def _model_cache(problem, objective, leaves, IntervalModel):
         cache[key] = IntervalModel(objective, leaves, problem.layout, gradient=True)
     return cache[key]
 
-
-from ._certify_result import certify_result, proof_result  # noqa: E402  (re-exported)

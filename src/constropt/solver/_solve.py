@@ -87,7 +87,7 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
 
     proof = prove_infeasible(problem, pvec)
     if proof is not None:  # bound propagation emptied the box: no search to run
-        from ._certify import proof_result
+        from ._certify_result import proof_result
 
         result = proof_result(problem, proof, pvec, seed, str(dev), t_start, t_lower)
         if opts.throw:
@@ -239,7 +239,7 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
         timings["total"] = time.perf_counter() - t_start
         result = replace(result, cross_check=cc, timings=timings)
     if opts.certify:
-        from ._certify import certify_result
+        from ._certify_result import certify_result
 
         result = certify_result(result, problem, pvec, opts, dev, t_start)
     if opts.throw and not result.success:
