@@ -147,10 +147,22 @@ def test_nfev_counts_every_evaluation(monkeypatch):
     for module in (_evaluate, _expand, _finish, _verdict):  # every float64 evaluation
         monkeypatch.setattr(module, "report_numpy", counting_report)
     monkeypatch.setattr(_polish.Counter, "add", counting_add)
+    from constropt.solver import _newton
+
+    restore = _newton.restore
+
+    def counting_restore(*args, **kwargs):  # Newton restoration of infeasible polish ends
+        x, used = restore(*args, **kwargs)
+        counted["restore"] += used
+        return x, used
+
+    counted["restore"] = 0
+    monkeypatch.setattr(_newton, "restore", counting_restore)
     res = constropt.solve(F3, C3, bounds=B3, seed=0, restarts=0, progress=False)
     assert res.success
-    # search evaluations + float64 checks + unboundedness probe + polish
-    assert res.nfev == res.history.nfev[-1] + counted["numpy"] + counted["polish"]
+    # search evaluations + float64 checks + unboundedness probe + polish + restoration
+    assert res.nfev == res.history.nfev[-1] + counted["numpy"] + counted["polish"] + \
+        counted["restore"]
     assert counted["numpy"] > 1
 
 

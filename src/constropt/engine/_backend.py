@@ -86,6 +86,9 @@ def numpy_dtype(dtype, work: int):
     name = str(dtype).removeprefix("torch.")
     if isinstance(dtype, type) and issubclass(dtype, np.generic):
         name = np.dtype(dtype).name
+    if name in ("float16", "bfloat16"):  # the same refusal as the torch backend's
+        raise DeviceError(f"dtype {name} is not supported for search; use float32 or "
+                          "float64")
     if name not in ("float32", "float64"):
         raise OptionError(f"unknown dtype {dtype!r}; use 'float32' or 'float64'")
     return np.dtype(name)
