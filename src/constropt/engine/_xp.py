@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import sys
 
-import array_api_compat as _compat
 import array_api_compat.numpy as _compat_np
 import numpy as np
 
@@ -91,8 +90,13 @@ def namespace(*arrays):
 
 
 def is_torch(x) -> bool:
-    """Whether ``x`` is a torch tensor (without importing torch)."""
-    return not isinstance(x, np.ndarray) and _compat.is_torch_array(x)
+    """Whether ``x`` is a torch tensor (without importing torch).  Not array-api-compat's
+    ``is_torch_array``: compiled steps call this, and Dynamo warns on its
+    ``lru_cache``."""
+    if isinstance(x, (np.ndarray, np.generic)):
+        return False
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
 
 
 def take(a, idx):
