@@ -234,18 +234,25 @@ class Driver:
         """Run one generation of every live instance; returns whether any is still
         running afterwards.  A ``KeyboardInterrupt`` stops every instance
         (``INTERRUPTED``) with the best points of the generations completed."""
-        if self.done:
-            return False
         try:
+            if self.done:
+                return False
             self._step()
         except KeyboardInterrupt:
-            self._stop_all(Status.INTERRUPTED)
+            self.interrupt()
         return not self.done
+
+    def interrupt(self) -> None:
+        """Stop every live instance as ``INTERRUPTED`` (a Ctrl-C between generations)."""
+        self._stop_all(Status.INTERRUPTED)
 
     def run(self) -> Outcome:
         """Step until every instance has stopped; returns the :class:`Outcome`."""
-        while self.step():
-            pass
+        try:
+            while self.step():
+                pass
+        except KeyboardInterrupt:  # landed between two generations
+            self.interrupt()
         return self.outcome()
 
     def _step(self) -> None:

@@ -139,9 +139,16 @@ class Search:
         return self.best
 
     def run(self) -> Search:
-        """Step until a stop rule holds; returns ``self``."""
-        while self.step():
-            pass
+        """Step until a stop rule holds; returns ``self``.  A Ctrl-C stops the search as
+        ``INTERRUPTED`` wherever it lands, inside a generation or between two (a NumPy
+        generation takes microseconds, so "between" is common)."""
+        try:
+            while self.step():
+                pass
+        except KeyboardInterrupt:
+            self._driver.interrupt()
+            if self._engine.monitor is not None:
+                self._engine.monitor.finish()
         return self
 
     # -- inspection (host copies, read-only) ----------------------------------------------
