@@ -101,3 +101,28 @@ def test_parameter_without_value():
     a = sp.Symbol("a")
     with pytest.raises(constropt.ProblemError, match="parameter a has no value"):
         constropt.Problem(a * x, bounds={x: (0, 1)}, parameters={a: None})
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_ctrl_c_between_two_generations_is_interrupted(monkeypatch, backend):
+    """A Ctrl-C that lands outside a generation (in the loop's own bookkeeping: common
+    on NumPy, where a generation takes microseconds) stops the search as INTERRUPTED
+    with the best point so far, as one inside a generation does."""
+    from constropt.engine._driver import Driver
+
+    real = Driver.done.fget
+    calls = {"n": 0}
+
+    def done(self):
+        calls["n"] += 1
+        if calls["n"] == 40:  # once, between two generations
+            raise KeyboardInterrupt
+        return real(self)
+
+    monkeypatch.setattr(Driver, "done", property(done))
+    f = sp.sin(3 * x) * sp.cos(2 * y) + 0.1 * (x**2 + y**2)
+    res = constropt.solve(f, [x + y <= 1], bounds={x: (-5, 5), y: (-5, 5)}, seed=0,
+                          max_generations=10**6, stagnation=10**9, ftol=0.0, polish=False,
+                          backend=backend, progress=False)
+    assert calls["n"] >= 40
+    assert res.status is Status.INTERRUPTED and res.nit > 0 and res.feasible

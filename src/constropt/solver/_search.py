@@ -142,11 +142,14 @@ class Search:
         """Step until a stop rule holds; returns ``self``.  A Ctrl-C stops the search as
         ``INTERRUPTED`` wherever it lands, inside a generation or between two (a NumPy
         generation takes microseconds, so "between" is common)."""
+        from ..engine._xp import inference
+
         try:
             while self.step():
                 pass
         except KeyboardInterrupt:
-            self._driver.interrupt()
+            with inference(self._engine.backend):  # the state's tensors are inference ones
+                self._driver.interrupt()
             if self._engine.monitor is not None:
                 self._engine.monitor.finish()
         return self
