@@ -138,9 +138,7 @@ class IntervalModel:
         if self.lagrangian is not None and bool((P[self.n_params:] != 0).any()):
             pairs.append((self.lagrangian, self.lag_grad))
         mv = [(v, gr) for v, gr in pairs if gr is not None and self.smooth(v)]
-        c = xp.clamp(lo + 0.5 * (hi - lo), min=lo, max=hi)
-        c = xp.where(xp.isfinite(c), c, xp.where(xp.isfinite(lo), lo, xp.where(
-            xp.isfinite(hi), hi, 0.0)))
+        c = box_centre(lo, hi)
         leaf_mv = list(zip(self.lag_leaves, self.jac)) if eq_tol is not None else []
         need = [v for v, _ in pairs] + [n for _, gr in mv for n in gr] + [
             n for i, row in leaf_mv for n in (self.leaf_nodes[i], *row)]
@@ -148,25 +146,10 @@ class IntervalModel:
                                     only=need)
 
         def part(iv, second=False):
-            sl = slice(B, 2 * B) if second else slice(0, B)
-            return (xp.expand(iv.lo, (2 * B,))[sl], xp.expand(iv.hi, (2 * B,))[sl],
-                    xp.expand(iv.nan, (2 * B,))[sl])
+            return half(iv, B, second)
 
         def mean_value(v, gr):
-            """Mean-value enclosure ``(lo, hi, ok, |g| per variable)`` of node ``v``."""
-            fc_lo, fc_hi, fc_nan = part(vals[v], True)
-            ok = ~part(vals[v])[2] & ~fc_nan
-            acc_lo, acc_hi, mags = fc_lo, fc_hi, []
-            for j, gn in enumerate(gr):
-                glo, ghi, gnan = part(vals[gn])
-                ok = ok & ~gnan
-                d = Iv(ri.down(lo[j] - c[j]), ri.up(hi[j] - c[j]), xp.false_like(ok))
-                term = ri.mul2(Iv(glo, ghi, xp.false_like(ok)), d)
-                acc_lo = ri.down(acc_lo + term.lo)
-                acc_hi = ri.up(acc_hi + term.hi)
-                mags.append(xp.maximum(xp.abs(glo), xp.abs(ghi)))
-            ok = ok & ~xp.isnan(acc_lo) & ~xp.isnan(acc_hi)
-            return acc_lo, acc_hi, ok, mags
+            return mean_value_form(vals, v, gr, lo, hi, c)
 
         lower = part(vals[self.f])[0]
         score = None
@@ -299,3 +282,42 @@ def _sp():
     import sympy
 
     return sympy
+
+
+def box_centre(lo, hi):
+    """Centres of the boxes ``[lo, hi]`` (N, B), inside them; where a side is infinite,
+    the finite side or 0."""
+    xp = ops(lo)
+    c = xp.clamp(lo + 0.5 * (hi - lo), min=lo, max=hi)
+    return xp.where(xp.isfinite(c), c, xp.where(xp.isfinite(lo), lo, xp.where(
+        xp.isfinite(hi), hi, 0.0)))
+
+
+def half(iv, B: int, second: bool = False):
+    """``(lo, hi, nan)`` of node values computed on ``2 B`` boxes (the boxes, then their
+    centres): the first ``B`` or, with ``second``, the last ``B``."""
+    xp = ops(iv.lo)
+    sl = slice(B, 2 * B) if second else slice(0, B)
+    return (xp.expand(iv.lo, (2 * B,))[sl], xp.expand(iv.hi, (2 * B,))[sl],
+            xp.expand(iv.nan, (2 * B,))[sl])
+
+
+def mean_value_form(vals, v, gr, lo, hi, c):
+    """Mean-value enclosure ``(lo, hi, ok, |g_k| per variable)`` of node ``v`` on the
+    boxes ``[lo, hi]`` (N, B) around their centres ``c``: ``vals`` holds the nodes on
+    the boxes and the centres (:func:`half`), ``gr`` the nodes of ``v``'s gradient."""
+    xp = ops(lo)
+    B = lo.shape[1]
+    fc_lo, fc_hi, fc_nan = half(vals[v], B, True)
+    ok = ~half(vals[v], B)[2] & ~fc_nan
+    acc_lo, acc_hi, mags = fc_lo, fc_hi, []
+    for j, gn in enumerate(gr):
+        glo, ghi, gnan = half(vals[gn], B)
+        ok = ok & ~gnan
+        d = Iv(ri.down(lo[j] - c[j]), ri.up(hi[j] - c[j]), xp.false_like(ok))
+        term = ri.mul2(Iv(glo, ghi, xp.false_like(ok)), d)
+        acc_lo = ri.down(acc_lo + term.lo)
+        acc_hi = ri.up(acc_hi + term.hi)
+        mags.append(xp.maximum(xp.abs(glo), xp.abs(ghi)))
+    ok = ok & ~xp.isnan(acc_lo) & ~xp.isnan(acc_hi)
+    return acc_lo, acc_hi, ok, mags

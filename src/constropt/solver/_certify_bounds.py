@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 
 from ..lowering import _rt_interval as ri
-from ..lowering._rt_interval import Iv
+from ..lowering._interval_model import box_centre, half, mean_value_form
 from ._certify_nodes import forward_nodes
 
 __all__ = ["bound_boxes"]
@@ -59,9 +59,7 @@ def bound_boxes(model, lo, hi, P, domains: dict, eq_slack: float, eq_tol: float,
         pairs.append((model.lagrangian, model.lag_grad))
     mv = [(v, gr) for v, gr in pairs if gr is not None and model.smooth(v)]
     leaf_mv = list(zip(model.lag_leaves, model.jac)) if light else []
-    c = torch.clamp(lo + 0.5 * (hi - lo), min=lo, max=hi)
-    c = torch.where(torch.isfinite(c), c, torch.where(torch.isfinite(lo), lo, torch.where(
-        torch.isfinite(hi), hi, 0.0)))
+    c = box_centre(lo, hi)
     need = [v for v, _ in mv] + [n for _, gr in mv for n in gr] + [
         n for i, row in leaf_mv for n in (model.leaf_nodes[i], *row)]
     vals = model.program.forward(torch.cat([lo, c], 1), torch.cat([hi, c], 1), P,
@@ -69,27 +67,13 @@ def bound_boxes(model, lo, hi, P, domains: dict, eq_slack: float, eq_tol: float,
     nat = forward_nodes(model.program, lo, hi, P, [v for v, _ in pairs], domains)
 
     def part(iv, second=False):
-        sl = slice(B, 2 * B) if second else slice(0, B)
-        return (iv.lo.expand(2 * B)[sl], iv.hi.expand(2 * B)[sl],
-                iv.nan.expand(2 * B)[sl])
+        return half(iv, B, second)
 
     no = torch.zeros(B, dtype=torch.bool, device=lo.device)
 
     def mean_value(v, gr):
         """Mean-value enclosure ``(lo, hi, ok, [|g_k|])`` of node ``v`` on the boxes."""
-        fc_lo, fc_hi, fc_nan = part(vals[v], True)
-        ok = ~part(vals[v])[2] & ~fc_nan
-        acc_lo, acc_hi, mags = fc_lo, fc_hi, []
-        for j, gn in enumerate(gr):
-            glo, ghi, gnan = part(vals[gn])
-            ok = ok & ~gnan
-            d = Iv(ri.down(lo[j] - c[j]), ri.up(hi[j] - c[j]), no)
-            term = ri.mul2(Iv(glo, ghi, no), d)
-            acc_lo = ri.down(acc_lo + term.lo)
-            acc_hi = ri.up(acc_hi + term.hi)
-            mags.append(torch.maximum(torch.abs(glo), torch.abs(ghi)))
-        ok = ok & ~torch.isnan(acc_lo) & ~torch.isnan(acc_hi)
-        return acc_lo, acc_hi, ok, mags
+        return mean_value_form(vals, v, gr, lo, hi, c)
 
     lower = torch.full((B,), -torch.inf, dtype=lo.dtype, device=lo.device)
     smear = torch.zeros_like(lo)
