@@ -45,8 +45,18 @@ class _NumPy:
     concat = staticmethod(lambda arrays, /, axis=0: np.concatenate(arrays, axis=axis))
     take = staticmethod(lambda x, indices, /, axis=None: np.take(x, indices, axis=axis))
     astype = staticmethod(lambda x, dtype, /, copy=True: x.astype(dtype, copy=copy))
-    sum = staticmethod(lambda x, /, axis=None, keepdims=False: np.sum(x, axis=axis,
-                                                                     keepdims=keepdims))
+    # reductions as ufunc reduces / array methods: the same kernels as np.sum, np.min...
+    # without their dispatch wrappers (the results are bit-identical)
+    sum = staticmethod(lambda x, /, axis=None, keepdims=False: np.add.reduce(
+        x, axis=axis, keepdims=keepdims))
+    min = staticmethod(lambda x, /, axis=None, keepdims=False: np.asarray(x).min(
+        axis=axis, keepdims=keepdims))
+    max = staticmethod(lambda x, /, axis=None, keepdims=False: np.asarray(x).max(
+        axis=axis, keepdims=keepdims))
+    argmin = staticmethod(lambda x, /, axis=None, keepdims=False: np.asarray(x).argmin(
+        axis=axis, keepdims=keepdims))
+    all = staticmethod(lambda x, /, axis=None, keepdims=False: np.asarray(x).all(
+        axis=axis, keepdims=keepdims))
     argsort = staticmethod(lambda x, /, axis=-1, stable=True: np.argsort(
         x, axis=axis, kind="stable" if stable else None))
     where, minimum, maximum = (staticmethod(f) for f in (np.where, np.minimum, np.maximum))
@@ -105,6 +115,8 @@ def take(a, idx):
     if isinstance(a, np.ndarray):  # fancy indexing: cheaper than take_along_axis
         if idx.ndim == 1:
             return a[..., idx]
+        if idx.shape[0] == 1:  # one instance: a plain gather along the last axis
+            return a[..., idx[0]]
         return a[..., np.arange(idx.shape[0])[:, None], idx]
     return a.gather(-1, idx.expand(tuple(a.shape[:a.ndim - idx.ndim]) + tuple(idx.shape)))
 
