@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ._ga import Population
-from ._xp import Random, namespace, sym_max, take
+from ._xp import Random, clip_max, namespace, sym_max, take
 
 __all__ = ["DEConfig", "Memory", "DERandoms", "draw", "make_step", "new_memory", "take",
            "sort_order"]
@@ -128,7 +128,7 @@ def make_step(fitness, handler, cfg: DEConfig, integers: bool = True):
             v = take(X, (r1 + 1 + rnd.r2) % S) + F * (take(X, r1) - take(X, r2))
         else:
             k = sym_max(2, S * p_milli // 1000)  # symbolic in S: no recompiles
-            pb = xp.astype(rnd.pbest * k, xp.int64).clip(max=k - 1)  # population is sorted
+            pb = clip_max(xp.astype(rnd.pbest * k, xp.int64), k - 1)  # population is sorted
             v = X + F * (take(X, pb) - X) + F * (take(X, r1) - take(X, r2))
         genes = xp.reshape(xp.arange(n, device=dev), (n,) + (1,) * rnd.jrand.ndim)
         take_m = (rnd.cross < CR) | (genes == rnd.jrand)
@@ -141,8 +141,9 @@ def make_step(fitness, handler, cfg: DEConfig, integers: bool = True):
         fu, cvu = fitness(u, P, eq_tol)
         kf, kc = handler.keys(f, cv, level)
         uf, uc = handler.keys(fu, cvu, level)
-        win = (uc < kc) | ((uc == kc) & (uf <= kf))
-        strict = (uc < kc) | ((uc == kc) & (uf < kf))
+        lower_c, same_c = uc < kc, uc == kc
+        win = lower_c | (same_c & (uf <= kf))
+        strict = lower_c | (same_c & (uf < kf))
         Xn = xp.where(win, u, X)
         fn = xp.where(win, fu, f)
         cvn = xp.where(win, cvu, cv)
