@@ -20,6 +20,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from ._ga import Population
 from ._xp import Random, clip_max, namespace, sym_max, take
 
@@ -90,6 +92,8 @@ def draw(rng: Random, cfg: DEConfig, n: int, S: int, dtype, batch: tuple = ()) -
 
 def sort_order(kf, kc):
     """Per-instance permutation sorting by ``kc``, ties by ``kf`` (stable), last axis."""
+    if isinstance(kf, np.ndarray):  # the same permutation in one call (NaN last, as argsort)
+        return np.lexsort((kf, kc), axis=-1)
     xp = namespace(kf)
     by_f = xp.argsort(kf, axis=-1, stable=True)
     by_c = xp.argsort(take(kc, by_f), axis=-1, stable=True)
