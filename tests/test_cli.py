@@ -130,3 +130,24 @@ def test_plot_option_writes_pngs(tmp_path):
     assert out.returncode == 0, out.stderr
     for p in (png, tmp_path / "run-problem.png"):
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_backend_flag_picks_the_array_library(backend):
+    out = cli("solve", EXAMPLES / "blog_example3.toml", "--seed", "0", "--json",
+              "--backend", backend)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["backend"] == backend and data["success"] is True
+    # the blog's example 3 optimum, -1.1277249018 (polished: far inside 1e-6)
+    assert abs(data["fun"] - (-1.1277249018)) <= 1e-6
+
+
+def test_backend_flag_refuses_bad_values_and_conflicts():
+    out = cli("solve", EXAMPLES / "blog_example3.toml", "--backend", "jax")
+    assert out.returncode == 2 and "'jax' is not one of" in out.stderr
+    out = cli("solve", EXAMPLES / "blog_example3.toml", "--backend", "numpy",
+              "--device", "cuda")
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith("error: backend='numpy' runs on the CPU")
+    assert "Traceback" not in out.stderr

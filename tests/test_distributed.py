@@ -81,15 +81,16 @@ ISLANDS_SCRIPT = PROBLEM + textwrap.dedent("""
     out = sys.argv[1]
     rank = int(os.environ["RANK"])
     runs = {}
-    for name, kw in [("de_ring", dict(topology="ring")),
+    for name, kw in [("de_ring", dict(topology="ring")),  # NumPy (backend="auto")
                      ("ga_all", dict(topology="all", algorithm="ga")),
-                     ("de_ring_again", dict(topology="ring"))]:
+                     ("de_ring_again", dict(topology="ring")),
+                     ("de_ring_torch", dict(topology="ring", backend="torch"))]:
         r = constropt.solve_islands(OBJ, CONS, bounds=BOUNDS, seed=3, migrate_every=10,
                                     migrants=2, pop_size=40, timeout=30.0, **kw)
         runs[name] = {"x": r.x_array.tolist(), "fun": r.fun, "feasible": r.feasible,
                       "success": r.success, "message": r.message, "nit": r.nit,
                       "nfev": r.nfev, "seed": r.seed, "hist": r.history.fun.tolist(),
-                      "status": r.status.name}
+                      "status": r.status.name, "backend": r.backend}
     try:  # a rank with other settings: every rank refuses, nobody hangs
         constropt.solve_islands(OBJ, CONS, bounds=BOUNDS, seed=3, pop_size=40 + 2 * rank)
     except constropt.DistributedError as exc:
@@ -108,8 +109,9 @@ def test_two_ranks_migrate_and_agree_on_the_best(tmp_path):
     r0 = json.loads((tmp_path / "rank0.json").read_text())
     r1 = json.loads((tmp_path / "rank1.json").read_text())
     x_ref, f_ref = _reference_optimum()
-    for name in ("de_ring", "ga_all", "de_ring_again"):
+    for name in ("de_ring", "ga_all", "de_ring_again", "de_ring_torch"):
         a, b = r0[name], r1[name]
+        assert a["backend"] == ("torch" if name.endswith("torch") else "numpy")
         assert a == b, f"{name}: ranks returned different results"  # identical, every field
         m = a["message"]
         assert "; islands: 2 ranks, " in m, m
@@ -211,6 +213,7 @@ def test_single_process_is_one_island(no_torchrun):
     res = constropt.solve_islands((x - 1)**2 + (y - 2)**2, [x + y <= 2], seed=0,
                                   bounds=BOX, device="cpu", max_generations=200)
     assert res.success and abs(res.fun - 0.5) < 1e-6 and res.seed == 0
+    assert res.backend == "numpy"  # backend="auto": small work on the CPU searches on NumPy
     assert "islands: 1 rank (no torchrun environment: one process), 0 migrations" in res.message
     assert not dist.is_initialized()  # the group it created is gone
     t = res.timings  # the island start-up is counted (as setup): the parts add up
@@ -241,6 +244,9 @@ def test_stop_rules_are_taken_together(no_torchrun):
     ({"topology": "star"}, "topology"), ({"migrants": 0}, "migrants"),
     ({"migrate_every": 2.5}, "migrate_every"), ({"timeout": 0}, "timeout"),
     ({"checkpoint": "x.ckpt"}, "checkpoint"), ({"pop_sise": 10}, "pop_size"),
+    ({"backend": "jax"}, "backend must be one of 'auto', 'numpy', 'torch', got 'jax'"),
+    ({"backend": "numpy", "compile": True}, "backend='numpy' cannot compile"),
+    ({"group_backend": 3}, "group_backend must be None or a string"),
 ])
 def test_bad_options(kwargs, match, no_torchrun):
     x = sp.Symbol("x")
@@ -248,28 +254,33 @@ def test_bad_options(kwargs, match, no_torchrun):
         constropt.solve_islands(x**2, bounds={x: (-1, 1)}, **kwargs)
 
 
-def _engine(algorithm, handling="feasibility"):
-    """A small DE or GA with its state (one instance), built the way ``build`` does."""
+def _engine(algorithm, handling="feasibility", backend="torch"):
+    """A small DE or GA with its state (one instance), built the way ``build`` does, on
+    ``backend`` (NumPy arrays or torch tensors)."""
     import torch
 
     from constropt.engine import _de, _ga
     from constropt.engine._algorithms import DE, GA
     from constropt.engine._handling import make_handler
+    from constropt.engine._xp import Random, asarray
 
     x, y = sp.symbols("x y")
     problem = constropt.Problem(sp.sin(3 * x) + y**2, [x + y <= 1],
                                 bounds={x: (-3, 3), y: (-3, 3)})
-    fit = problem.lowering.functions("torch")["fitness"]
-    dt = torch.float64
-    P = torch.zeros((0, 1), dtype=dt)
-    tol = torch.tensor(1e-4, dtype=dt)
-    shape = (2, 1) if algorithm == "ga" else (2, 1, 1)
-    lower = torch.full(shape, -3.0, dtype=dt)
-    upper = torch.full(shape, 3.0, dtype=dt)
-    integer = torch.zeros(shape, dtype=torch.bool)
-    from constropt.engine._xp import Random
+    fit = problem.lowering.functions(backend)["fitness"]
+    like = torch.zeros((), dtype=torch.float64) if backend == "torch" else np.zeros(())
 
-    gen = Random("torch", 0)  # the engine's seeded generator (a torch.Generator inside)
+    def arr(a, dtype=np.float64):
+        return asarray(np.asarray(a, dtype=dtype), like)
+
+    dt = torch.float64 if backend == "torch" else np.float64
+    P = arr(np.zeros((0, 1)))
+    tol = arr(1e-4)
+    shape = (2, 1) if algorithm == "ga" else (2, 1, 1)
+    lower = arr(np.full(shape, -3.0))
+    upper = arr(np.full(shape, 3.0))
+    integer = arr(np.zeros(shape, dtype=bool), bool)
+    gen = Random(backend, 0)  # the engine's seeded generator
     S = 12
     if algorithm == "ga":
         cfg = _ga.GAConfig(pop_size=S)
@@ -288,14 +299,18 @@ def _engine(algorithm, handling="feasibility"):
     return alg, state
 
 
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
 @pytest.mark.parametrize("algorithm, handling", [("de", "feasibility"), ("de", "epsilon"),
                                                  ("ga", "feasibility")])
-def test_inject_replaces_the_worst_and_keeps_the_order(algorithm, handling):
+def test_inject_replaces_the_worst_and_keeps_the_order(algorithm, handling, backend):
+    """Migrants arrive as torch tensors (what the collectives gather); the population
+    stays on its own backend."""
     import torch
 
     from constropt.engine._ranking import order
+    from constropt.engine._xp import is_torch, to_numpy
 
-    alg, state = _engine(algorithm, handling)
+    alg, state = _engine(algorithm, handling, backend)
     full = alg.population(state)
     assert full.X.shape == (2, 1, 12) and full.f.shape == (1, 12)  # one instance
     Xm = torch.tensor([[0.1, 2.9], [-0.2, 2.9]], dtype=torch.float64)  # 2 migrants
@@ -303,22 +318,33 @@ def test_inject_replaces_the_worst_and_keeps_the_order(algorithm, handling):
     new = _inject(alg, state, Xm, fm, cvm)
     nfull = alg.population(new)
     assert nfull.X.shape == full.X.shape and type(new) is type(state)
+    assert is_torch(nfull.X) == (backend == "torch")
     pop = type(full)(full.X[:, 0], full.f[0], full.cv[0])
     npop = type(full)(nfull.X[:, 0], nfull.f[0], nfull.cv[0])
+    Xn, Xmn = to_numpy(npop.X), Xm.numpy()
     for j in range(2):  # both migrants are in
-        assert any(torch.equal(npop.X[:, k], Xm[:, j]) for k in range(npop.X.shape[1]))
+        assert any(np.array_equal(Xn[:, k], Xmn[:, j]) for k in range(Xn.shape[1]))
 
     def keys(p, st):
         kf, kc = alg.keys(p.f[None], p.cv[None], st)
         return kf.reshape(-1), kc.reshape(-1)
 
     kf, kc = keys(npop, new)
-    assert torch.equal(order(kf, kc), torch.arange(len(kf)))  # sorted best-first
+    assert np.array_equal(to_numpy(order(kf, kc)), np.arange(len(kf)))  # sorted best-first
     # the survivors are the old population's best S - 2
-    kept = pop.X[:, order(*keys(pop, new))[:-2]]
+    kept = to_numpy(pop.X[:, order(*keys(pop, new))[:-2]])
     for k in range(kept.shape[1]):
-        assert any(torch.equal(npop.X[:, i], kept[:, k]) for i in range(npop.X.shape[1]))
+        assert any(np.array_equal(Xn[:, i], kept[:, k]) for i in range(Xn.shape[1]))
     alg.advance(new)  # the algorithm runs on from the injected state
+
+
+def test_a_process_group_name_as_backend_still_means_the_group(no_torchrun):
+    """``backend`` named the process-group backend before ``group_backend``."""
+    x = sp.Symbol("x")
+    with pytest.warns(FutureWarning, match="group_backend='gloo'"):
+        res = constropt.solve_islands(x**2, [x >= 1], bounds={x: (-3, 3)}, seed=0,
+                                      device="cpu", backend="gloo")
+    assert res.success and abs(res.fun - 1.0) <= 1e-9 and res.backend == "numpy"
 
 
 def test_island_timings_count_the_start_up_as_setup():

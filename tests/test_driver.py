@@ -74,9 +74,10 @@ def test_batch_never_exceeds_max_evals_polish_included(disc):
 def test_islands_never_exceed_max_evals(monkeypatch):
     for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
         monkeypatch.delenv(k, raising=False)
-    res = constropt.solve_islands(*BLOG3, bounds=BOX3, seed=0, device="cpu",
-                                  max_evals=1500)
-    assert res.nfev <= 1500 and res.feasible
+    for backend in ("numpy", "torch"):
+        res = constropt.solve_islands(*BLOG3, bounds=BOX3, seed=0, device="cpu",
+                                      max_evals=1500, backend=backend)
+        assert res.nfev <= 1500 and res.feasible and res.backend == backend
 
 
 def test_batch_instances_stop_on_their_own(disc):

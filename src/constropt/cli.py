@@ -83,6 +83,11 @@ def _emit(result, as_json: bool, plot: str | None, history: bool = False) -> Non
 _common = [
     click.option("--device", default="auto", show_default=True,
                  help="'auto', 'cpu', 'cuda' or 'cuda:K'."),
+    click.option("--backend", type=click.Choice(["auto", "numpy", "torch"]), default=None,
+                 help="Array library of the search: 'numpy' (small problems on the CPU, "
+                      "no torch import), 'torch' (large problems, CUDA, compiled steps) or "
+                      "'auto' (NumPy for small CPU work; the default unless the file's "
+                      "[options] say otherwise)."),
     click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=None,
                  help="Random seed (reproducible runs), 0 to 2**64 - 1."),
     click.option("--max-evals", type=int, default=None, help="Evaluation budget."),
@@ -104,8 +109,8 @@ def _with_common(f):
     return f
 
 
-def _solve_file(path, cross, device, seed, max_evals, time_limit, pop_size, ckpt=None,
-                ckpt_every=None, resume=False):
+def _solve_file(path, cross, device, backend, seed, max_evals, time_limit, pop_size,
+                ckpt=None, ckpt_every=None, resume=False):
     """Load, solve; warnings (a default box, say) go to stderr as one line each.
 
     A failed solve is a result with an exit code here, never an exception, even if the
@@ -116,8 +121,8 @@ def _solve_file(path, cross, device, seed, max_evals, time_limit, pop_size, ckpt
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            res = _solve_file_quiet(path, cross, device, seed, max_evals, time_limit,
-                                    pop_size, ckpt, ckpt_every, resume)
+            res = _solve_file_quiet(path, cross, device, backend, seed, max_evals,
+                                    time_limit, pop_size, ckpt, ckpt_every, resume)
         except SolveFailedError as exc:
             res = exc.result
     for w in caught:
@@ -125,8 +130,8 @@ def _solve_file(path, cross, device, seed, max_evals, time_limit, pop_size, ckpt
     return res
 
 
-def _solve_file_quiet(path, cross, device, seed, max_evals, time_limit, pop_size, ckpt=None,
-                      ckpt_every=None, resume=False):
+def _solve_file_quiet(path, cross, device, backend, seed, max_evals, time_limit, pop_size,
+                      ckpt=None, ckpt_every=None, resume=False):
     from . import resume as resume_run
     from . import solve
     from .files import load_problem
@@ -138,7 +143,7 @@ def _solve_file_quiet(path, cross, device, seed, max_evals, time_limit, pop_size
         return resume_run(ckpt, problem=spec.to_problem())
     options = dict(spec.options)
     for key, val in (("max_evals", max_evals), ("time_limit", time_limit),
-                     ("pop_size", pop_size)):
+                     ("pop_size", pop_size), ("backend", backend)):
         if val is not None:
             options[key] = val
     if seed is not None:
@@ -152,8 +157,8 @@ def _solve_file_quiet(path, cross, device, seed, max_evals, time_limit, pop_size
     return solve(spec.to_problem(), **options)
 
 
-def _solve_distributed(path, device, seed, max_evals, time_limit, pop_size, checkpoint,
-                       resume, emit) -> int:
+def _solve_distributed(path, device, backend, seed, max_evals, time_limit, pop_size,
+                       checkpoint, resume, emit) -> int:
     """``constropt solve FILE --distributed``: every rank solves, rank 0 prints.
 
     Returns the exit code (the same on every rank for a completed run).
@@ -175,7 +180,7 @@ def _solve_distributed(path, device, seed, max_evals, time_limit, pop_size, chec
             spec = load_problem(path)
             options = dict(spec.options)
             for k, v in (("max_evals", max_evals), ("time_limit", time_limit),
-                         ("pop_size", pop_size)):
+                         ("pop_size", pop_size), ("backend", backend)):
                 if v is not None:
                     options[k] = v
             if seed is not None:
@@ -232,17 +237,18 @@ def main() -> None:
 @click.option("--distributed", is_flag=True,
               help="Run as one island of an island model launched by torchrun "
                    "(constropt.solve_islands); only rank 0 prints the result.")
-def solve_cmd(problem_file, device, seed, max_evals, time_limit, pop_size, as_json, history,
-              plot, checkpoint, checkpoint_every, resume, distributed):
+def solve_cmd(problem_file, device, backend, seed, max_evals, time_limit, pop_size, as_json,
+              history, plot, checkpoint, checkpoint_every, resume, distributed):
     """Solve the problem described in PROBLEM_FILE (.toml, .yaml)."""
     _check_output_path(plot, "'--plot'")
     if not resume:  # --resume reads the checkpoint: resume() reports a missing one
         _check_output_path(checkpoint, "'--checkpoint'")
     if distributed:
-        sys.exit(_solve_distributed(problem_file, device, seed, max_evals, time_limit, pop_size,
-                           checkpoint, resume, lambda res: _emit(res, as_json, plot, history)))
-    res = _solve_file(problem_file, False, device, seed, max_evals, time_limit, pop_size,
-                      checkpoint, checkpoint_every, resume)
+        sys.exit(_solve_distributed(problem_file, device, backend, seed, max_evals,
+                                    time_limit, pop_size, checkpoint, resume,
+                                    lambda res: _emit(res, as_json, plot, history)))
+    res = _solve_file(problem_file, False, device, backend, seed, max_evals, time_limit,
+                      pop_size, checkpoint, checkpoint_every, resume)
     _emit(res, as_json, plot, history)
     sys.exit(_exit_code(res))
 
@@ -250,11 +256,12 @@ def solve_cmd(problem_file, device, seed, max_evals, time_limit, pop_size, as_js
 @main.command("check")
 @click.argument("problem_file", type=click.Path(exists=True, dir_okay=False))
 @_with_common
-def check_cmd(problem_file, device, seed, max_evals, time_limit, pop_size, as_json, history,
-              plot):
+def check_cmd(problem_file, device, backend, seed, max_evals, time_limit, pop_size, as_json,
+              history, plot):
     """Solve PROBLEM_FILE and cross-check the answer against scipy."""
     _check_output_path(plot, "'--plot'")
-    res = _solve_file(problem_file, True, device, seed, max_evals, time_limit, pop_size)
+    res = _solve_file(problem_file, True, device, backend, seed, max_evals, time_limit,
+                      pop_size)
     _emit(res, as_json, plot, history)
     code = _exit_code(res)
     if code == EXIT_OK and not res.cross_check.agrees:

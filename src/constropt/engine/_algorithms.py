@@ -14,7 +14,10 @@ Populations carry an instance axis: ``X`` (N, B, S), ``f`` and ``cv`` (B, S).
 - ``compact(state, rows) -> (algorithm, state)`` only the rows ``rows`` (finished
   instances drop out of the work).
 
-``evals_per_step`` is what one ``advance`` costs each instance in point evaluations.
+``evals_per_step`` is what one ``advance`` costs each instance in point evaluations;
+``sorted_raw`` whether the population's column 0 is always its best point under
+feasibility rules on the raw ``(f, cv)`` (true with the ``"feasibility"`` handler, whose
+keys are the raw pair: the driver then reads the best point without searching for it).
 """
 
 from __future__ import annotations
@@ -71,6 +74,10 @@ class GA:
     @property
     def evals_per_step(self) -> int:
         return self.cfg.pop_size + (self.repair.evals_per_step if self.repair else 0)
+
+    @property
+    def sorted_raw(self) -> bool:
+        return self.handler.name == "feasibility"
 
     def _keys(self, level):
         return lambda f, cv: self.handler.keys(f, cv, level)
@@ -161,6 +168,10 @@ class DE:
     @property
     def evals_per_step(self) -> int:
         return self.pop_size + (self.repair.evals_per_step if self.repair else 0)
+
+    @property
+    def sorted_raw(self) -> bool:
+        return self.handler.name == "feasibility"
 
     def keys(self, f, cv, st: DEState):
         return self.handler.keys(f, cv, st.level)

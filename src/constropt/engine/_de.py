@@ -20,8 +20,10 @@ import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from ._ga import Population
-from ._xp import Random, namespace, sym_max, take
+from ._xp import Random, clip_max, namespace, sym_max, take
 
 __all__ = ["DEConfig", "Memory", "DERandoms", "draw", "make_step", "new_memory", "take",
            "sort_order"]
@@ -90,18 +92,22 @@ def draw(rng: Random, cfg: DEConfig, n: int, S: int, dtype, batch: tuple = ()) -
 
 def sort_order(kf, kc):
     """Per-instance permutation sorting by ``kc``, ties by ``kf`` (stable), last axis."""
+    if isinstance(kf, np.ndarray):  # the same permutation in one call (NaN last, as argsort)
+        return np.lexsort((kf, kc), axis=-1)
     xp = namespace(kf)
     by_f = xp.argsort(kf, axis=-1, stable=True)
     by_c = xp.argsort(take(kc, by_f), axis=-1, stable=True)
     return take(by_f, by_c)
 
 
-def make_step(fitness, handler, cfg: DEConfig):
+def make_step(fitness, handler, cfg: DEConfig, integers: bool = True):
     """Build ``step(pop, mem, rnd, lower, upper, integer, P, eq_tol, level)``.
 
     ``pop`` must be sorted best-first under ``handler.keys(..., level)``; the step
     returns the next population (sorted the same way), the updated memory and the
-    number of successful trials (a tensor).
+    number of successful trials (a tensor).  ``integers=False`` promises that the
+    ``integer`` mask is all False (no rounding is done: the same numbers, fewer
+    operations).
     """
     rand1 = cfg.strategy == "rand/1"
     p_milli = int(round(cfg.p_best * 1000))
@@ -113,33 +119,35 @@ def make_step(fitness, handler, cfg: DEConfig):
         xp = namespace(X)
         dev = getattr(X, "device", None)
         n, S = X.shape[0], X.shape[-1]
-        ar = xp.arange(S, device=dev)
+        ar1 = xp.arange(1, S + 1, device=dev)  # i + 1 (integer arithmetic: exact)
         # parameters from the memory: CR ~ N(M_CR, 0.1), F ~ Cauchy(M_F, 0.1)
         CR = xp.clip(take(mem.CR, rnd.mem) + 0.1 * rnd.normal, 0.0, 1.0)
         F = take(mem.F, rnd.mem) + 0.1 * xp.tan(math.pi * (rnd.unif - 0.5))
         F = xp.clip(xp.where(F <= 0, xp.full_like(F, 0.05), F), max=1.0)
         # donors: r1 != i, r2 != i (and r2 != r1 in the usual case)
-        r1 = (ar + 1 + rnd.r1) % S
-        r2 = (ar + 1 + rnd.r2) % S
+        r1 = (ar1 + rnd.r1) % S
+        r2 = (ar1 + rnd.r2) % S
         r2 = xp.where(r2 == r1, (r2 + 1) % S, r2)
         if rand1:
             v = take(X, (r1 + 1 + rnd.r2) % S) + F * (take(X, r1) - take(X, r2))
         else:
             k = sym_max(2, S * p_milli // 1000)  # symbolic in S: no recompiles
-            pb = xp.astype(rnd.pbest * k, xp.int64).clip(max=k - 1)  # population is sorted
+            pb = clip_max(xp.astype(rnd.pbest * k, xp.int64), k - 1)  # population is sorted
             v = X + F * (take(X, pb) - X) + F * (take(X, r1) - take(X, r2))
         genes = xp.reshape(xp.arange(n, device=dev), (n,) + (1,) * rnd.jrand.ndim)
         take_m = (rnd.cross < CR) | (genes == rnd.jrand)
         u = xp.where(take_m, v, X)
         u = xp.where(u < lower, 0.5 * (lower + X), u)
         u = xp.where(u > upper, 0.5 * (upper + X), u)
-        u = xp.where(integer, xp.round(u), u)
+        if integers:
+            u = xp.where(integer, xp.round(u), u)
         u = xp.minimum(xp.maximum(u, lower), upper)
         fu, cvu = fitness(u, P, eq_tol)
         kf, kc = handler.keys(f, cv, level)
         uf, uc = handler.keys(fu, cvu, level)
-        win = (uc < kc) | ((uc == kc) & (uf <= kf))
-        strict = (uc < kc) | ((uc == kc) & (uf < kf))
+        lower_c, same_c = uc < kc, uc == kc
+        win = lower_c | (same_c & (uf <= kf))
+        strict = lower_c | (same_c & (uf < kf))
         Xn = xp.where(win, u, X)
         fn = xp.where(win, fu, f)
         cvn = xp.where(win, cvu, cv)
@@ -151,9 +159,9 @@ def make_step(fitness, handler, cfg: DEConfig):
         mF = xp.sum(w * F * F, axis=-1) / xp.clip(xp.sum(w * F, axis=-1), min=1e-30)
         mCR = xp.sum(w * CR, axis=-1) / xp.clip(xp.sum(w, axis=-1), min=1e-30)
         onehot = xp.arange(cfg.memory, device=dev) == mem.slot[..., None]
-        zero = xp.zeros_like(mem.F)
-        newF = xp.where(count > 0, mF, xp.sum(xp.where(onehot, mem.F, zero), axis=-1))
-        newCR = xp.where(count > 0, mCR, xp.sum(xp.where(onehot, mem.CR, zero), axis=-1))
+        here = mem.slot[..., None]  # the slot's current values (a gather: no sync)
+        newF = xp.where(count > 0, mF, take(mem.F, here)[..., 0])
+        newCR = xp.where(count > 0, mCR, take(mem.CR, here)[..., 0])
         memF = xp.where(onehot, newF[..., None], mem.F)
         memCR = xp.where(onehot, newCR[..., None], mem.CR)
         slot = xp.where(count > 0, (mem.slot + 1) % cfg.memory, mem.slot)

@@ -40,8 +40,15 @@ class Best(NamedTuple):
     cv: Any
 
 
-def raw_best(pop: Population) -> Best:
-    """Each row's best individual under feasibility rules, by ``gather`` (no sync)."""
+def raw_best(pop: Population, first: bool = False) -> Best:
+    """Each row's best individual under feasibility rules, by ``gather`` (no sync).
+
+    ``first``: the population is sorted best-first under feasibility rules (DE and GA
+    with the ``"feasibility"`` handler), so the best is column 0: the same point as the
+    search below finds (its first occurrence), without the search.
+    """
+    if first:
+        return Best(pop.X[..., 0], pop.f[:, 0], pop.cv[:, 0])
     xp = namespace(pop.f)
     cvmin = xp.min(pop.cv, axis=-1, keepdims=True)
     masked = xp.where(pop.cv == cvmin, pop.f, xp.full_like(pop.f, math.inf))
@@ -49,9 +56,10 @@ def raw_best(pop: Population) -> Best:
     return Best(take(pop.X, i)[..., 0], take(pop.f, i)[:, 0], take(pop.cv, i)[:, 0])
 
 
-def merge(best: Best, pop: Population) -> Best:
-    """The better of the stored best and the population's best, per row."""
-    x, f, cv = raw_best(pop)
+def merge(best: Best, pop: Population, first: bool = False) -> Best:
+    """The better of the stored best and the population's best, per row (``first``: as
+    in :func:`raw_best`)."""
+    x, f, cv = raw_best(pop, first)
     win = better(f, cv, best.f, best.cv)
     xp = namespace(f)
     return Best(xp.where(win, x, best.x), xp.where(win, f, best.f),
@@ -184,6 +192,9 @@ class Driver:
         self.state = state if state is not None else self._initial(X0)
         self._elapsed0 = float(self.state.elapsed)
         self._rows_dev = asarray(self.state.rows, self.state.best.f)
+        self._live_rows = None  # (positions, instance numbers) of the live rows, cached
+        # populations sorted best-first under feasibility rules: the best is column 0
+        self._first = getattr(algorithm, "sorted_raw", False)
 
     # -- set-up -------------------------------------------------------------------------
     def _initial(self, X0) -> DriverState:
@@ -224,10 +235,13 @@ class Driver:
         return self._elapsed0 + time.perf_counter() - self._t0
 
     def _live(self):
-        """Host arrays: the live rows' positions in the batch and instance numbers."""
-        rl = to_numpy(self.state.row_live)
-        pos = np.flatnonzero(rl)
-        return pos, to_numpy(self.state.rows)[pos]
+        """Host arrays: the live rows' positions in the batch and instance numbers
+        (cached until :meth:`_finish` changes them)."""
+        if self._live_rows is None:
+            rl = to_numpy(self.state.row_live)
+            pos = np.flatnonzero(rl)
+            self._live_rows = pos, to_numpy(self.state.rows)[pos]
+        return self._live_rows
 
     # -- one generation -----------------------------------------------------------------
     def step(self) -> bool:
@@ -267,16 +281,17 @@ class Driver:
                     return
                 pos, ids = self._live()
         st.alg = alg.advance(st.alg)
-        st.best = merge(st.best, alg.population(st.alg))
+        st.best = merge(st.best, alg.population(st.alg), self._first)
         g = int(st.g) + 1
         st.g[...] = g
+        live = ids if len(ids) < len(st.nit) else Ellipsis  # all live: no index needed
         for name in ("nit", "since"):
-            to_numpy(getattr(st, name))[ids] += 1
-        to_numpy(st.nfev)[ids] += S
+            to_numpy(getattr(st, name))[live] += 1
+        to_numpy(st.nfev)[live] += S
         hook_stop = False
         if self.on_generation is not None:
             hook_stop = bool(self.on_generation(st, alg))
-            st.best = merge(st.best, alg.population(st.alg))
+            st.best = merge(st.best, alg.population(st.alg), self._first)
         self._record(g)
         if hook_stop:
             return self._stop_all(Status.CALLBACK)
@@ -363,6 +378,7 @@ class Driver:
         st = self.state
         if len(pos) == 0:
             return
+        self._live_rows = None
         ids = to_numpy(st.rows)[pos]
         to_numpy(st.code)[ids] = _C[status]
         to_numpy(st.row_live)[pos] = False

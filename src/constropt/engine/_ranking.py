@@ -13,6 +13,8 @@ NumPy sorts, which is cheap at the sizes the NumPy backend serves).
 
 from __future__ import annotations
 
+import numpy as np
+
 from ._xp import compiling, is_torch, namespace
 
 __all__ = ["clean", "better", "order", "rank_key", "select"]
@@ -39,6 +41,8 @@ def better(f_a, cv_a, f_b, cv_b):
 
 def order(f, cv):
     """Permutation sorting points best-first: by ``cv``, ties by ``f`` (stable)."""
+    if isinstance(f, np.ndarray):  # the same permutation in one call (NaN last, as argsort)
+        return np.lexsort((f, cv))
     xp = namespace(f)
     by_f = xp.argsort(f, stable=True)
     by_cv = xp.argsort(cv[by_f], stable=True)

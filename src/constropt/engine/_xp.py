@@ -23,7 +23,7 @@ import sys
 import array_api_compat.numpy as _compat_np
 import numpy as np
 
-__all__ = ["namespace", "is_torch", "take", "put_rows", "median_low", "to_numpy",
+__all__ = ["namespace", "is_torch", "take", "clip_max", "put_rows", "median_low", "to_numpy",
            "inference", "compiling", "sym_max", "Random", "asarray", "BACKENDS"]
 
 #: Names of the engine's backends.
@@ -45,8 +45,18 @@ class _NumPy:
     concat = staticmethod(lambda arrays, /, axis=0: np.concatenate(arrays, axis=axis))
     take = staticmethod(lambda x, indices, /, axis=None: np.take(x, indices, axis=axis))
     astype = staticmethod(lambda x, dtype, /, copy=True: x.astype(dtype, copy=copy))
-    sum = staticmethod(lambda x, /, axis=None, keepdims=False: np.sum(x, axis=axis,
-                                                                     keepdims=keepdims))
+    # reductions as ufunc reduces / array methods: the same kernels as np.sum, np.min...
+    # without their dispatch wrappers (the results are bit-identical)
+    sum = staticmethod(lambda x, /, axis=None, keepdims=False: np.add.reduce(
+        x, axis=axis, keepdims=keepdims))
+    min = staticmethod(lambda x, /, axis=None, keepdims=False: np.asarray(x).min(
+        axis=axis, keepdims=keepdims))
+    max = staticmethod(lambda x, /, axis=None, keepdims=False: np.asarray(x).max(
+        axis=axis, keepdims=keepdims))
+    argmin = staticmethod(lambda x, /, axis=None, keepdims=False: np.asarray(x).argmin(
+        axis=axis, keepdims=keepdims))
+    all = staticmethod(lambda x, /, axis=None, keepdims=False: np.asarray(x).all(
+        axis=axis, keepdims=keepdims))
     argsort = staticmethod(lambda x, /, axis=-1, stable=True: np.argsort(
         x, axis=axis, kind="stable" if stable else None))
     where, minimum, maximum = (staticmethod(f) for f in (np.where, np.minimum, np.maximum))
@@ -102,11 +112,21 @@ def is_torch(x) -> bool:
 def take(a, idx):
     """``a[..., idx]`` along the last axis, per instance: ``a`` (..., B?, S), ``idx``
     (B?, K); works unbatched (``idx`` (K,)) and batched alike."""
-    if isinstance(a, np.ndarray):  # fancy indexing: cheaper than take_along_axis
-        if idx.ndim == 1:
-            return a[..., idx]
-        return a[..., np.arange(idx.shape[0])[:, None], idx]
+    if isinstance(a, np.ndarray):
+        if idx.ndim == 1:  # ndarray.take: a few times cheaper than fancy indexing
+            return a.take(idx, axis=-1)
+        if idx.shape[0] == 1:  # one instance: a plain gather along the last axis
+            return a.take(idx[0], axis=-1)
+        return a[..., np.arange(idx.shape[0])[:, None], idx]  # cheaper than take_along_axis
     return a.gather(-1, idx.expand(tuple(a.shape[:a.ndim - idx.ndim]) + tuple(idx.shape)))
+
+
+def clip_max(a, hi):
+    """``min(a, hi)`` elementwise for a Python number ``hi`` (``torch.clamp``; for NumPy
+    ``np.minimum``, without ``ndarray.clip``'s argument checks)."""
+    if isinstance(a, np.ndarray):
+        return np.minimum(a, hi)
+    return a.clamp(max=hi)
 
 
 def put_rows(a, axis: int, rows, b):

@@ -2,7 +2,9 @@
 
 Each process (rank) of a ``torchrun`` launch runs the search driver (a
 :class:`constropt.Search`, as ``solve`` does) on its own device with its own seed
-(``seed + rank``), with a migration hook and a consensus that keep the ranks in lockstep:
+(``seed + rank``) and on the array backend ``solve`` would pick (NumPy for small work on
+the CPU, torch otherwise; the migrants travel as torch tensors either way), with a
+migration hook and a consensus that keep the ranks in lockstep:
 
 - every ``migrate_every`` generations the ranks meet in one ``all_gather`` of their best
   ``migrants`` individuals ``(x, f, cv)``; every ``check_every`` generations (the
@@ -33,6 +35,7 @@ from __future__ import annotations
 import math
 import secrets
 import time
+import warnings
 import zlib
 from dataclasses import fields, replace
 
@@ -51,6 +54,29 @@ TOPOLOGIES = ("ring", "all")
 #: Options of :func:`constropt.solve` that are named arguments rather than SolveOptions.
 _NAMED = ("variables", "bounds", "maximize", "dtype", "compile", "cross_check")
 
+#: Array backends (``backend=``).
+_ARRAY_BACKENDS = ("auto", "numpy", "torch")
+
+
+def _backends(backend, group_backend):
+    """``(array backend, process-group backend)`` from the two arguments.  ``backend``
+    used to name the process-group backend (``"gloo"``, ``"nccl"``, ``"mpi"``,
+    ``"ucc"``): such a value is still taken that way, with a FutureWarning."""
+    if isinstance(backend, str) and group_backend is None and \
+            any(name in backend for name in ("gloo", "nccl", "mpi", "ucc")):
+        warnings.warn(f"solve_islands(backend={backend!r}): backend now names the array "
+                      "backend ('auto', 'numpy' or 'torch'), as in solve(); pass the "
+                      f"process-group backend as group_backend={backend!r}", FutureWarning,
+                      stacklevel=3)
+        return "auto", backend
+    if backend is None:
+        backend = "auto"
+    if not isinstance(backend, str) or backend not in _ARRAY_BACKENDS:
+        raise OptionError(f"backend must be one of {', '.join(map(repr, _ARRAY_BACKENDS))}, "
+                          f"got {backend!r}")
+    return backend, group_backend
+
+
 def _validate(migrate_every, migrants, topology, timeout, backend) -> None:
     for name, v in (("migrate_every", migrate_every), ("migrants", migrants)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
@@ -62,8 +88,8 @@ def _validate(migrate_every, migrants, topology, timeout, backend) -> None:
             not math.isfinite(timeout) or timeout <= 0:
         raise OptionError(f"timeout must be a finite positive number of seconds, got {timeout!r}")
     if backend is not None and not isinstance(backend, str):
-        raise OptionError(f"backend must be None or a string such as 'gloo' or 'nccl', "
-                          f"got {backend!r}")
+        raise OptionError(f"group_backend must be None or a string such as 'gloo' or "
+                          f"'nccl', got {backend!r}")
 
 
 def _result_fields(result) -> dict:
@@ -75,8 +101,8 @@ def _result_fields(result) -> dict:
 
 
 def solve_islands(objective, constraints=(), *, migrate_every=20, migrants=2,
-                  topology="ring", timeout=60.0, backend=None, seed=None, device="auto",
-                  **solve_options):
+                  topology="ring", timeout=60.0, backend="auto", group_backend=None,
+                  seed=None, device="auto", **solve_options):
     """Solve with an island model: one population per process, migration between them.
 
     Call it from every process of a ``torchrun`` launch (``torchrun --nproc_per_node=4
@@ -111,11 +137,16 @@ def solve_islands(objective, constraints=(), *, migrate_every=20, migrants=2,
         process group; an existing group keeps its own timeout).  It must cover the
         longest time ranks can run apart: ``migrate_every`` generations, compilation,
         the polish stage.
-    backend : str, optional
+    backend : {"auto", "numpy", "torch"}
+        The array library each rank searches with, as in :func:`solve`: ``"auto"``
+        (default) searches on NumPy when the rank's device is the CPU and the work is
+        small (torch is still imported: ``torch.distributed`` carries the migrants),
+        on torch otherwise; ``"numpy"`` needs a CPU device.  A process-group name here
+        (``"gloo"``, ``"nccl"``: this argument's meaning before ``group_backend``) is
+        taken as ``group_backend`` with a FutureWarning.
+    group_backend : str, optional
         Process-group backend when this function creates the group: ``"gloo"`` for CPU
-        devices and ``"nccl"`` for CUDA ones by default.  (Not the array backend of
-        :func:`constropt.solve`: islands always search on torch, whose tensors the
-        migration sends between ranks.)
+        devices and ``"nccl"`` for CUDA ones by default.
     seed : int, optional
         Base seed; rank ``r`` uses ``seed + r``.  Drawn on rank 0 and broadcast when
         None (the result records it, so the run can be repeated); rank 0's value is
@@ -157,7 +188,8 @@ def solve_islands(objective, constraints=(), *, migrate_every=20, migrants=2,
     from ..solver._search import default_pop_size
 
     t_start = time.perf_counter()
-    _validate(migrate_every, migrants, topology, timeout, backend)
+    backend, group_backend = _backends(backend, group_backend)
+    _validate(migrate_every, migrants, topology, timeout, group_backend)
     solve_options = dict(solve_options)
     named = {k: solve_options.pop(k) for k in _NAMED if k in solve_options}
     opts = SolveOptions.from_kwargs(solve_options)
@@ -188,10 +220,14 @@ def solve_islands(objective, constraints=(), *, migrate_every=20, migrants=2,
     S += S % 2
     m = min(int(migrants), S // 2)
     dev = _island_device(device)
-    grp = _init_group(backend, dev, float(timeout))
+    if backend != "auto":  # a conflict (numpy on CUDA, numpy with compile=True) fails
+        from ..engine._backend import choose_backend  # here, before any group exists
+
+        choose_backend(backend, dev, named.get("compile", "auto"), 0)
+    grp = _init_group(group_backend, dev, float(timeout))
     try:
         result = _islands(problem, grp, dev, seed, opts, solve_options, named, S, m,
-                          int(migrate_every), topology, t_start, t_lower)
+                          int(migrate_every), topology, t_start, t_lower, backend)
     except BaseException:
         grp.close()  # peers then fail at once instead of waiting for the timeout
         raise
@@ -214,7 +250,7 @@ def island_timings(search: dict, t_lower: float, total: float) -> dict:
 
 
 def _islands(problem, grp: _Group, dev, seed, opts, solve_options, named, S, m, every,
-             topology, t_start, t_lower):
+             topology, t_start, t_lower, backend):
     import torch
 
     from ..solver._options import SolveOptions
@@ -245,8 +281,7 @@ def _islands(problem, grp: _Group, dev, seed, opts, solve_options, named, S, m, 
                       user_hook=opts.on_generation)
     local = dict(solve_options)
     # restarts would make the evaluation counts (hence the max_evals stop) differ
-    # migration exchanges torch tensors between ranks: the islands search on torch
-    local.update(restarts=0, throw=False, on_generation=None, backend="torch")
+    local.update(restarts=0, throw=False, on_generation=None, backend=backend)
     if rank != 0:
         local["progress"] = False
     lopts = SolveOptions.from_kwargs(local)

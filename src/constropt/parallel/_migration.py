@@ -1,27 +1,46 @@
 """The migration hook of an island run (the driver's ``on_generation``) and the consensus
-on its stop decisions (the driver's ``consensus``): see :mod:`._islands`."""
+on its stop decisions (the driver's ``consensus``): see :mod:`._islands`.
+
+The populations are NumPy arrays or torch tensors (the search's backend); what travels
+between ranks is always a CPU float64 torch tensor (``torch.distributed`` sends
+tensors), converted at this boundary and nowhere else."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..engine._xp import is_torch, namespace
 from ._group import _Group
 
 __all__ = []
 
 
-def _inject(algorithm, alg_state, Xm, fm, cvm):
-    """Replace the worst ``m`` individuals of the (single-instance) population with the
-    migrants ``Xm`` (N, m), ``fm``, ``cvm`` (m,); the population is re-sorted best-first
-    under the algorithm's comparison keys (the handler's for DE, feasibility rules for
-    GA), which keeps both algorithms' invariants.  Returns the new algorithm state."""
+def _like(t, ref):
+    """The torch tensor ``t`` as an array of ``ref``'s backend, device and dtype."""
+    if is_torch(ref):
+        return t.to(device=ref.device, dtype=ref.dtype)
+    return t.detach().cpu().numpy().astype(ref.dtype)
+
+
+def _tensor(a):
+    """A torch tensor of ``a`` (NumPy arrays shared on the CPU; tensors as they are)."""
     import torch
 
+    return torch.as_tensor(a)
+
+
+def _inject(algorithm, alg_state, Xm, fm, cvm):
+    """Replace the worst ``m`` individuals of the (single-instance) population with the
+    migrants ``Xm`` (N, m), ``fm``, ``cvm`` (m,) (torch tensors, as gathered); the
+    population is re-sorted best-first under the algorithm's comparison keys (the
+    handler's for DE, feasibility rules for GA), which keeps both algorithms'
+    invariants.  Returns the new algorithm state, on the population's backend."""
     from ..engine._ga import Population
     from ..engine._ranking import order
 
     pop = algorithm.population(alg_state)
     X, f, cv = pop.X[:, 0], pop.f[0], pop.cv[0]
+    xp = namespace(f)
 
     def keys(f_, cv_):
         kf, kc = algorithm.keys(f_[None], cv_[None], alg_state)
@@ -29,9 +48,9 @@ def _inject(algorithm, alg_state, Xm, fm, cvm):
 
     m = Xm.shape[1]
     keep = order(*keys(f, cv))[: X.shape[1] - m]
-    X2 = torch.cat([X[:, keep], Xm.to(device=X.device, dtype=X.dtype)], dim=1)
-    f2 = torch.cat([f[keep], fm.to(device=f.device, dtype=f.dtype)])
-    cv2 = torch.cat([cv[keep], cvm.to(device=cv.device, dtype=cv.dtype)])
+    X2 = xp.concat([xp.take(X, keep, axis=1), _like(Xm, X)], axis=1)
+    f2 = xp.concat([f[keep], _like(fm, f)])
+    cv2 = xp.concat([cv[keep], _like(cvm, cv)])
     idx = order(*keys(f2, cv2))
     new = Population(X2[:, idx][:, None], f2[idx][None], cv2[idx][None])
     return algorithm.with_population(alg_state, new)
@@ -71,7 +90,8 @@ class _Migration:
         X, f, cv = pop.X[:, 0], pop.f[0], pop.cv[0]
         n, dt = X.shape[0], torch.float64
         idx = order(f, cv)[: self.m]  # this rank's best m individuals, feasibility rules
-        vec = torch.cat([X[:, idx].T.reshape(-1).to(dt), f[idx].to(dt), cv[idx].to(dt)])
+        vec = torch.cat([_tensor(X[:, idx]).T.reshape(-1).to(dt), _tensor(f[idx]).to(dt),
+                         _tensor(cv[idx]).to(dt)])
         G = grp.all_gather("migration (all_gather)", vec, generation=g)
         m, W, r = self.m, grp.world, grp.rank
         Xs = G[:, :n * m].reshape(W, m, n)

@@ -217,9 +217,11 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
         shape = (n, 1, 1)
         cfg = _de.DEConfig(strategy=opts.strategy)
 
+        any_int = bool(np.asarray(problem.integer).any())
+
         def make(fn):
-            return _de.make_step(fn, handler, cfg)
-        key = (fkey, "de_step", handler, cfg)
+            return _de.make_step(fn, handler, cfg, integers=any_int)
+        key = (fkey, "de_step", handler, cfg, any_int)
         args = (P, tol)
     lower = arr(problem.lower, wdtype).reshape(shape)
     upper = arr(problem.upper, wdtype).reshape(shape)

@@ -145,8 +145,11 @@ class Search:
         from ..engine._xp import inference
 
         try:
-            while self.step():
-                pass
+            with inference(self._engine.backend):  # entered once, not per generation
+                while self._driver.step():
+                    pass
+            if self._engine.monitor is not None:
+                self._engine.monitor.finish()
         except KeyboardInterrupt:
             with inference(self._engine.backend):  # the state's tensors are inference ones
                 self._driver.interrupt()
