@@ -143,7 +143,8 @@ def test_objective_at_x_star_is_f_star(name):
 
 CEC2020 = ["RC01", "RC02", "RC03", "RC04", "RC05", "RC08", "RC09", "RC10", "RC11", "RC12",
            "RC13", "RC14", "RC15", "RC16", "RC19", "RC20", "RC21", "RC23", "RC25", "RC29"]
-MINLPLIB = ["ex1221", "ex1223b", "ex1224", "ex1225", "ex1226"]
+MINLPLIB = ["ex1221", "ex1223b", "ex1224", "ex1225", "ex1226", "st_e27", "st_e38", "st_e40",
+            "nvs01", "nvs03", "nvs21"]
 HOCK_SCHITTKOWSKI = ["HS035", "HS040", "HS043", "HS044", "HS062", "HS064", "HS065",
                      "HS066", "HS071", "HS073", "HS076", "HS104", "HS107", "HS111"]
 

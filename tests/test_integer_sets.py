@@ -58,3 +58,56 @@ def test_product_equality_integers_reach_the_enumerated_optimum(algorithm):
     assert res.feasible
     assert all(res.x[ai] in ALLOWED for ai in a)
     assert res.fun == pytest.approx(_reference(), abs=1e-7)  # polished t: rounding level
+
+
+# MINLPLib st_e40, the discrete truss of issue 14: three areas from the set above, a
+# continuous x4 tied to them by a bilinear equality.  Single and pair moves from where the
+# search ends ((8, 8, 5) at 31.07 or (10, 8, 2) at 30.83) cannot reach the optimum
+# (12, 5, 1), two or three genes away; the screened enumeration does.
+def _truss():
+    from constropt import benchmarks
+
+    return benchmarks.get("st_e40")
+
+
+def test_interval_screen_keeps_only_better_feasible_truss_assignments():
+    from constropt.solver._intsearch import _screen, _values
+
+    bench = _truss()
+    problem = bench.problem()
+    ints = np.flatnonzero(problem.integer)
+    cands = np.array(list(itertools.product(*_values(problem, ints))), dtype=float)
+    assert cands.shape == (343, 3)
+    lb = _screen(problem, ints, cands, 31.0710675, np.zeros(0))
+    kept = {tuple(int(v) for v in cands[k]): lb[k] for k in np.flatnonzero(np.isfinite(lb))}
+    # exactly the enumerated assignments with a feasible x4 and 2 i1 + i2 + 1.4142135 i3
+    # <= 31.0710675: the screen is rigorous (no feasible one lost) and here also tight
+    assert set(kept) == {(12, 5, 1), (10, 8, 2), (8, 8, 5)}
+    assert min(kept, key=kept.get) == (12, 5, 1)
+    # the objective does not depend on x4: its bound is the objective (rounding level)
+    assert kept[(12, 5, 1)] == pytest.approx(30.4142135, abs=1e-9)
+
+
+def _assert_truss_optimum(res, bench):
+    assert res.feasible and res.success
+    i1, i2, i3, x4 = (res.x[v] for v in bench.variables)
+    assert (i1, i2, i3) == (12, 5, 1)
+    # x4 from e1 within the benchmark's eq_tol 1e-6 (the polish aims inside the band)
+    assert x4 == pytest.approx(0.15 * 60 + 0.14142135 * 5 + 0.1319 * 12, abs=1e-6)
+    assert res.fun == pytest.approx(bench.f_star, abs=1e-9)  # integers only: exact
+
+
+@pytest.mark.parametrize("algorithm", ["de", "ga"])
+def test_discrete_truss_st_e40_reaches_the_certified_optimum(algorithm):
+    bench = _truss()
+    res = constropt.solve(bench.problem(), seed=0, algorithm=algorithm)
+    _assert_truss_optimum(res, bench)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+@pytest.mark.parametrize("algorithm", ["de", "ga"])
+def test_discrete_truss_st_e40_every_seed(algorithm, seed):
+    bench = _truss()
+    res = constropt.solve(bench.problem(), seed=seed, algorithm=algorithm)
+    _assert_truss_optimum(res, bench)

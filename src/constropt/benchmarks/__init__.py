@@ -50,9 +50,13 @@ CEC 2020 real-world problems (``"RC01"`` ... ``"RC29"``, 20 of the 57)
     modules list the others left out and why. ``"gear_train"`` is Sandgren's
     integer gear train (RC31 relaxes it to reals).
 
-MINLPLib (``"ex1221"``, ``"ex1223b"``, ``"ex1224"``, ``"ex1225"``, ``"ex1226"``)
+MINLPLib (``"ex1221"`` ... ``"ex1226"``, ``"st_e27"``, ``"st_e38"``, ``"st_e40"``,
+``"nvs01"``, ``"nvs03"``, ``"nvs21"``)
     Small mixed-integer instances with proven optimal values, tagged
-    ``"minlplib"``.
+    ``"minlplib"``: five from Floudas (1995), three from the BARON book
+    (st_e38 is Sandgren's pressure vessel in its original form, st_e40 a
+    discrete truss whose areas are confined to a set by product equalities)
+    and three of Gupta and Ravindran's (1985) ``nvs`` problems.
 
 Hock and Schittkowski (``"HS035"`` ... ``"HS111"``, 14 problems)
     Classic nonlinear programming test problems not already in CEC 2006,
@@ -92,6 +96,7 @@ from . import (  # noqa: F401  (registration order is the order of names())
     _cec2020_process,
     _cec2020_design,
     _minlp,
+    _minlp_baron,
     _hs,
 )
 from ._base import BenchmarkProblem, collection, get, names

@@ -1,14 +1,20 @@
-"""Small mixed-integer instances of MINLPLib: ex1221, ex1223b, ex1224, ex1225, ex1226.
+"""Small mixed-integer instances of MINLPLib.
+
+From Floudas (1995): ex1221, ex1223b, ex1224, ex1225, ex1226.  From the BARON book
+(Tawarmalani and Sahinidis 2002; :mod:`._minlp_baron`): st_e27, st_e38 (Sandgren's
+pressure vessel), st_e40 (a discrete truss), and Gupta and Ravindran's nvs01, nvs03,
+nvs21.
 
 Transcribed from the instances' GAMS models (the ``objvar`` equation becomes the
 objective; ``=L=``, ``=G=`` and ``=E=`` rows become ``g <= 0`` and ``Eq(h, 0)`` in the
-models' order; binaries are ``integer=True`` symbols in ``{0, 1}``). Continuous
-variables without an upper bound in the model get the finite one their constraints
-imply, which the record's ``source`` states. The optimal values are MINLPLib's
-(proven: its primal and dual bounds agree), and each was reproduced here by
-enumerating the binary vectors with a local solve of the continuous variables.
-Equalities are held to ``|h| <= 1e-6`` (``eq_tol``): the points are exact optima, not
-points that lean on a tolerance.
+models' order; binaries are ``integer=True`` symbols in ``{0, 1}``; integer variables
+without a lower bound in the model get GAMS's default 0). Continuous variables without
+an upper bound in the model get the finite one their constraints imply, which the
+record's ``source`` states. The optimal values are MINLPLib's (proven: its primal and
+dual bounds agree), and each was reproduced here by enumerating the integer vectors
+with a local solve (or closed form) of the continuous variables.  Equalities are held
+to ``|h| <= 1e-6`` (``eq_tol``): the points are exact optima, not points that lean on a
+tolerance.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ MINLP_EQ_TOL = 1e-6
 
 
 def minlp(name, objective, constraints, x, ranges, f_star, x_star, *, how, note="",
-          kind="nonlinear") -> BenchmarkProblem:
+          kind="nonlinear", origin=FLOUDAS_1995) -> BenchmarkProblem:
     """Assemble the record of a MINLPLib instance.
 
     Parameters
@@ -50,6 +56,8 @@ def minlp(name, objective, constraints, x, ranges, f_star, x_star, *, how, note=
         How `x_star` was obtained; remarks.
     kind : str, optional
         The problem's kind tag.
+    origin : str, optional
+        The publication MINLPLib took the instance from.
 
     Returns
     -------
@@ -62,7 +70,7 @@ def minlp(name, objective, constraints, x, ranges, f_star, x_star, *, how, note=
         tags.append("equality")
     if any(not isinstance(c, sp.Equality) for c in constraints):
         tags.append("inequality")
-    text = (f"{MINLPLIB}, instance {name} (from {FLOUDAS_1995}): definition and optimal "
+    text = (f"{MINLPLIB}, instance {name} (from {origin}): definition and optimal "
             f"value {f_star!r}. x*: {how}")
     if note:
         text += f" {note}"

@@ -15,6 +15,16 @@ move:
   :data:`PAIR_GENES` integer genes;
 * all assignments when there are at most :data:`ENUMERATE` of them.
 
+When every integer gene has a finite list of values and there are at most
+:data:`SCREEN_ENUMERATE` assignments, interval propagation screens them all first
+(:func:`_screen`): each assignment's box (integer genes fixed, the others over their
+range) is contracted by the constraints and by ``f <= f_best``; those proven to hold no
+better feasible point are dropped, and the rest are polished in the order of their
+objective's lower bound (best first).  A discrete truss whose three areas come from
+``{1, 2, 3, 5, 8, 10, 12}`` (MINLPLib st_e40: 343 assignments, 52 feasible) keeps 3 of
+them, the optimum first, where single and pair moves from the search's end stop at a
+local optimum two or three genes away.
+
 A move is kept when the polished point is feasible (float64 check) and better; the
 search repeats from a kept point (first improvement) until a round keeps nothing, or
 the evaluation budget or the deadline is spent.
@@ -31,10 +41,13 @@ import time
 
 import numpy as np
 
-__all__ = ["integer_search", "bound_flips", "ENUMERATE", "LINE_VALUES", "PAIR_GENES"]
+__all__ = ["integer_search", "bound_flips", "ENUMERATE", "LINE_VALUES", "PAIR_GENES",
+           "SCREEN_ENUMERATE"]
 
 #: Enumerate every integer assignment when there are at most this many.
 ENUMERATE = 256
+#: Enumerate every assignment, screened by interval propagation, when at most this many.
+SCREEN_ENUMERATE = 4096
 #: A gene whose range holds at most this many values tries all of them.
 LINE_VALUES = 16
 #: Pair moves while there are at most this many integer genes.
@@ -130,6 +143,69 @@ def _try(problem, start, pvec, max_evals, nfev, deadline):
     return x, f, V, nfev, bool(info.get("timed_out"))
 
 
+def _screen(problem, ints: np.ndarray, cands: np.ndarray, f_best: float, pvec):
+    """Lower bounds of the objective (minimized sense) over the feasible points of each
+    candidate's box: integer genes ``ints`` fixed to a row of ``cands`` (K, k), the other
+    genes over their whole range, contracted by forward-backward interval propagation on
+    the constraints (``|h| <= eq_tol``) and ``f <= f_best``.  Rigorous: +inf where the box
+    provably holds no feasible point at least as good as ``f_best``.  Returns an array
+    (K,), or None when the problem has no interval model."""
+    from ..lowering._interval_model import IntervalModel
+    from ..problem._fbbt import required_leaves
+
+    try:
+        cache = problem.__dict__.setdefault("_interval_models", {})
+        if "intsearch" not in cache:
+            leaves, _ = required_leaves(problem._constraints)
+            objective = -problem.objective if problem.maximize else problem.objective
+            cache["intsearch"] = IntervalModel(objective, leaves, problem.layout)
+        model = cache["intsearch"]
+        K = cands.shape[0]
+        lo = np.repeat(np.asarray(problem.lower, dtype=np.float64).reshape(-1, 1), K, 1)
+        hi = np.repeat(np.asarray(problem.upper, dtype=np.float64).reshape(-1, 1), K, 1)
+        lo[ints], hi[ints] = cands.T, cands.T
+        U = -f_best if problem.maximize else f_best
+        targets = model.leaf_targets(problem.eq_tol) + [(model.f, -math.inf, U)]
+        P = np.asarray(pvec, dtype=np.float64).reshape(-1)
+        with np.errstate(all="ignore"):  # inf - inf and 0 * inf are enclosed by design
+            lo, hi, empty = model.program.contract(lo, hi, P, targets,
+                                                   np.asarray(problem.integer), rounds=2)
+            f = model.program.forward(lo, hi, P, only=[model.f])[model.f]
+    except Exception:  # a construct without an inclusion function: no screening
+        return None
+    lb = np.asarray(f.lo, dtype=np.float64).reshape(K)
+    return np.where(np.asarray(empty).reshape(K) | np.isnan(lb), np.inf, lb)
+
+
+def _best_first(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline, ints,
+                values):
+    """Every assignment of the integer genes, screened (:func:`_screen`) and polished in
+    the order of the lower bounds; None when the screen is not available."""
+    cands = np.array(list(itertools.product(*values)), dtype=np.float64).reshape(
+        -1, ints.size)
+    lb = _screen(problem, ints, cands, f_best, pvec)
+    if lb is None:
+        return None
+    sign = -1.0 if problem.maximize else 1.0
+    here = tuple(np.round(best[ints]))
+    for tries, k in enumerate(np.argsort(lb, kind="stable")):
+        if not lb[k] < sign * f_best or tries >= MAX_TRIES:
+            break  # sorted: no later candidate can do better
+        if tuple(cands[k]) == here:
+            continue
+        if (max_evals is not None and max_evals - nfev < 20) or \
+                (deadline is not None and time.perf_counter() >= deadline):
+            return best, f_best, V_best, nfev, True
+        start = best.copy()
+        start[ints] = cands[k]
+        x, f, V, nfev, timed_out = _try(problem, start, pvec, max_evals, nfev, deadline)
+        if np.all(V == 0) and sign * f < sign * f_best:
+            best, f_best, V_best = x, f, V
+        if timed_out:
+            return best, f_best, V_best, nfev, True
+    return best, f_best, V_best, nfev, False
+
+
 def integer_search(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=None):
     """Move the integer genes of ``best`` (n,) and polish the rest; keep improvements.
 
@@ -159,6 +235,12 @@ def integer_search(problem, best, f_best, V_best, pvec, max_evals, nfev, deadlin
     lo = np.ceil(problem.lower[ints] - 1e-9)
     hi = np.floor(problem.upper[ints] + 1e-9)
     values = _values(problem, ints)
+    if all(v is not None for v in values) and \
+            math.prod(v.size for v in values) <= SCREEN_ENUMERATE:
+        out = _best_first(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline,
+                          ints, values)
+        if out is not None:
+            return out
     sign = -1.0 if problem.maximize else 1.0
     seen = {tuple(np.round(best[ints]))}
     tries = 0
