@@ -67,8 +67,7 @@ def _key(problem, f: float, V: np.ndarray):
     return (cv, math.inf if math.isnan(fmin) else fmin)
 
 
-def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, deadline=None,
-                scale_objective=False):
+def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, deadline=None):
     """SLSQP from ``start`` (strict margin 0, then 1e-9, then 1e-6 if it ends a hair
     outside; an infeasible ``start`` first projected onto its violated constraints by
     :func:`._newton.restore`, as is an SLSQP end a hair outside); the result replaces
@@ -95,8 +94,7 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
         info: dict = {}
         try:
             cand, used = polish(problem, start, pvec, max_evals=budget, margin=margin,
-                                deadline=deadline, info=info,
-                                scale_objective=scale_objective)
+                                deadline=deadline, info=info)
         except PolishInterrupted as exc:
             nfev += exc.nfev + 1
             f_c, V_c = check_point(problem, exc.x, pvec)
@@ -122,7 +120,7 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
 
 
 def polish_stage(problem, pop, best, f_best, V_best, pvec, max_evals, nfev,
-                 starts: int = 3, deadline=None, scale_objective=False):
+                 starts: int = 3, deadline=None):
     """SLSQP from the best point and from other distinct good points of the last
     population ``pop`` (N, S); keep the best feasible result.  Then the neighbourhood
     searches of :mod:`._intsearch` from the result: integer moves, bound flips.
@@ -136,8 +134,7 @@ def polish_stage(problem, pop, best, f_best, V_best, pvec, max_evals, nfev,
     try:
         for start in _starts(problem, best, pop, starts):
             best, f_best, V_best, nfev, stop = polish_from(problem, start, pvec, best, f_best,
-                                                           V_best, max_evals, nfev, deadline,
-                                                           scale_objective)
+                                                           V_best, max_evals, nfev, deadline)
             if stop:
                 timed_out = deadline is not None and time.perf_counter() >= deadline
                 return best, f_best, V_best, nfev, Status.TIME_LIMIT if timed_out else None
@@ -228,7 +225,7 @@ def refine_batch(problem, insts, M: np.ndarray, budget: Budget):
 
 
 def finish(problem, inst, pvec, budget: Budget, *, polish: bool, starts: int = 3,
-           unbounded=None, refined=None, deadline=None, scale_objective=False):
+           unbounded=None, refined=None, deadline=None):
     """Float64 check, polish (within the budget and the ``deadline``), exact check and
     status of one instance.
 
@@ -254,7 +251,7 @@ def finish(problem, inst, pvec, budget: Budget, *, polish: bool, starts: int = 3
     if polish and problem.n <= 2000 and reason not in (Status.UNBOUNDED, Status.INTERRUPTED):
         best, f_best, V_best, nfev, stopped = polish_stage(
             problem, inst.population, best, f_best, V_best, pvec, budget.total, nfev,
-            starts=starts, deadline=deadline, scale_objective=scale_objective)
+            starts=starts, deadline=deadline)
         if stopped is not None:
             reason = stopped
     best, f_best, V_best, nfev, status, message, checked = verdict(

@@ -257,10 +257,7 @@ class Search:
                     verdicts[b] = (bool(vb), int(ub))
         finished = [finish(problem, inst, M[:, b], eng.budget, polish=opts.polish,
                            starts=3 if B == 1 else 1, unbounded=verdicts[b],
-                           refined=refined[b], deadline=self._deadline,
-                           # the GA's points are rougher than DE's: its polish must
-                           # go further, where an unscaled objective can stall SLSQP
-                           scale_objective=opts.algorithm == "ga")
+                           refined=refined[b], deadline=self._deadline)
                     for b, inst in enumerate(out)]
         polish_s = time.perf_counter() - t_pol
         total = time.perf_counter() - self._t_start
