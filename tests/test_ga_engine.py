@@ -60,31 +60,3 @@ def test_ga_with_integers_and_an_equality():
     assert res.feasible
     assert (res.x[n], res.x[m]) == (2, 5)
     assert res.fun == pytest.approx(0.04 + 0.16, abs=1e-6)  # z polished to n exactly
-
-
-@pytest.mark.parametrize("backend", ["numpy", "torch"])
-def test_ga_children_never_clone_a_parent(backend):
-    # Eight identical parents, no mutation asked (p_mut = 0): SBX of equal parents
-    # changes nothing, so every child would be a clone.  Each must get one mutated gene:
-    # with f = -sum|x - 0.5| a changed child beats every parent (f = 0), so the whole
-    # surviving population is children (f < 0).
-    import numpy as np
-
-    from constropt.engine._xp import Random
-
-    rng = Random(backend, 3)
-    cfg = _ga.GAConfig(pop_size=8, p_mut=0.0)
-    xp = torch if backend == "torch" else np
-    X = xp.full((3, 8), 0.5, dtype=xp.float64)
-    lower, upper = xp.zeros((3, 1), dtype=xp.float64), xp.ones((3, 1), dtype=xp.float64)
-    integer = xp.zeros((3, 1), dtype=bool)
-
-    def fitness(K, P, tol):
-        return -abs(K - 0.5).sum(0), 0.0 * K[0]
-
-    step = _ga.make_step(fitness, cfg.eta_c, cfg.eta_m)
-    pop = _ga.Population(X, *fitness(X, None, None))
-    out = step(pop, _ga.draw(rng, cfg, 3), lower, upper, integer, None, None)
-    assert (out.f < 0).all()
-    changed = (out.X != 0.5).sum(0)
-    assert (changed >= 1).all()

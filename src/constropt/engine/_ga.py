@@ -23,7 +23,7 @@ from ._variation import polynomial_mutation, repair, sbx
 from ._xp import Random, namespace
 
 __all__ = ["GAConfig", "Population", "GARandoms", "draw", "make_step", "initial", "survive",
-           "merge", "forced_gene"]
+           "merge"]
 
 
 @dataclass(frozen=True)
@@ -129,20 +129,6 @@ def unpack_mut(rnd: GARandoms, dtype):
     return xp.astype(m & _M24, dtype) * _U24, (m >> 39) < rnd.mut_thr
 
 
-def forced_gene(rnd: GARandoms):
-    """A random gene per child, shape (S,): the largest of the otherwise unused bits
-    24-38 of each child's mutation draws (independent of its mutation ``u`` and
-    decision bits)."""
-    m = rnd.mut
-    return namespace(m).argmax((m >> 24) & 0x7FFF, axis=0)
-
-
-def _gene_rows(X):
-    """Gene index per row, shape (N, 1)."""
-    xp = namespace(X)
-    return xp.reshape(xp.arange(X.shape[0], device=getattr(X, "device", None)), (-1, 1))
-
-
 def initial(rng: Random, S: int, lower, upper, integer, dtype):
     """Uniform random population in the box, shape (N, S); integer genes uniform on
     their integers."""
@@ -204,11 +190,6 @@ def make_step(fitness, eta_c: float, eta_m: float, handler=None):
         c1, c2 = sbx(p1, p2, lower, upper, u_x, do_x, swap, eta_c)
         kids = xp.concat([c1, c2], axis=1)
         u_m, do_m = unpack_mut(rnd, pop.X.dtype)
-        # a child identical to a parent (no gene crossed, or parents equal) gets one
-        # mutated gene at least: clones of the best would fill the population
-        pa, pb = xp.concat([p1, p2], axis=1), xp.concat([p2, p1], axis=1)
-        clone = xp.all(kids == pa, axis=0) | xp.all(kids == pb, axis=0)
-        do_m = do_m | (clone & (_gene_rows(kids) == forced_gene(rnd)))
         kids = polynomial_mutation(kids, lower, upper, u_m, do_m, eta_m)
         kids = repair(kids, lower, upper, integer)
         fk, cvk = fitness(kids, P, eq_tol)
