@@ -30,20 +30,6 @@ def test_ga_on_an_integer_problem():
     assert res.fun == 18
 
 
-def test_ga_repairs_equalities_by_default_and_de_does_not():
-    # repair=None: "auto" for the GA (a problem with an equality gets gradient repair),
-    # off for DE, whose default trajectories stay as they were
-    x, y = sp.symbols("x y", real=True)
-    args = (x**2 + y**2, [sp.Eq(x * y, 1)])
-    kw = dict(bounds={x: (-3, 3), y: (-3, 3)}, seed=0)
-    ga = constropt.Search(*args, algorithm="ga", **kw)
-    de = constropt.Search(*args, **kw)
-    assert ga._driver.algorithm.repair is not None
-    assert de._driver.algorithm.repair is None
-    ineq = constropt.Search(x**2 + y**2, [x + y >= 1], algorithm="ga", **kw)
-    assert ineq._driver.algorithm.repair is None  # nothing to repair towards
-
-
 def test_scaled_polish_reaches_rc29_from_a_ga_point():
     # CEC 2020 RC29 (f* = 2964895.4173, objective of order 1e6): from a point a GA run
     # ended at (26.9 above f*), unscaled SLSQP stops at its first step; with the

@@ -86,8 +86,6 @@ def _make_repair(problem, opts, fit, P, tol, bounds, rng, S, backend):
     from ._polish import conjunctive_leaves
 
     want = opts.repair
-    if want is None:  # the algorithm's default: DE without, the GA "auto"
-        want = "auto" if opts.algorithm == "ga" else False
     if want == "auto":
         want = any(lf.kind == "eq" for lf in problem.leaves)
     if not want or problem.has_vector_variables or not problem.leaves:

@@ -86,13 +86,11 @@ class SolveOptions:
         Restarts from a new random population (best point kept) on stagnation, while
         the budget allows.  ``"auto"``: none for continuous problems of at most 4
         variables without equalities (one run and the polish solve those), else 3.
-    repair : None, "auto", True or False
+    repair : "auto", True or False
         Gradient-based repair of infeasible individuals with the exact constraint
-        Jacobian; ``"auto"``: when the problem has equality constraints.  ``None``
-        (default): off for DE (on the benchmark collection the epsilon schedule alone
-        solved more runs, G17, G21, G22, than with repair), ``"auto"`` for the GA,
-        whose crossover and mutation alone hardly reach an equality's thin band (G17,
-        G21, G23 ended the GA's search infeasible without it).
+        Jacobian; ``"auto"``: when the problem has equality constraints.
+        Off by default: on the benchmark collection the epsilon schedule alone solved
+        more runs (G17, G21, G22) than with repair.
     checkpoint : str or path or None
         Write the engine state to this file every ``checkpoint_every`` generations
         (atomically, as data with a sha256 checksum: never a pickle); continue with
@@ -147,7 +145,7 @@ class SolveOptions:
     constraint_handling: str = "auto"
     strategy: str = "current-to-pbest/1"
     restarts: int | str = "auto"
-    repair: object = None
+    repair: object = False
     checkpoint: object = None
     checkpoint_every: int = 50
     memory_budget: int | None = None
@@ -183,9 +181,8 @@ class SolveOptions:
                 self.restarts, int) or self.restarts < 0):
             raise OptionError(f"restarts must be 'auto' or an integer >= 0, got "
                               f"{self.restarts!r}")
-        if self.repair is not None and self.repair not in ("auto", True, False):
-            raise OptionError(f"repair must be None, 'auto', True or False, got "
-                              f"{self.repair!r}")
+        if self.repair not in ("auto", True, False):
+            raise OptionError(f"repair must be 'auto', True or False, got {self.repair!r}")
         if self.strategy not in ("current-to-pbest/1", "rand/1"):
             raise OptionError(f"unknown strategy {self.strategy!r}; use "
                               "'current-to-pbest/1' or 'rand/1'")
