@@ -67,7 +67,8 @@ class PolishInterrupted(KeyboardInterrupt):
 
 def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
            max_evals: int | None = None, margin: float = STRICT_MARGIN,
-           deadline: float | None = None, info: dict | None = None):
+           deadline: float | None = None, info: dict | None = None,
+           scale_objective: bool = False):
     """Refine ``x0`` with SLSQP; returns ``(x, nfev)`` (``x`` may be worse: caller checks).
 
     Ctrl-C raises :class:`PolishInterrupted` with the last point evaluated.
@@ -89,6 +90,11 @@ def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
         it and keeps its last point.
     info : dict, optional
         Filled with ``timed_out`` (bool): whether the deadline stopped the polish.
+    scale_objective : bool
+        Divide the objective (and its gradient) by ``max(1, |f(x0)|)``: SLSQP's line
+        search and its ``ftol`` work on the scaled values.  Without it, an objective
+        of order 1e6 (CEC 2020 RC29) stops SLSQP at its first step ("positive
+        directional derivative") from points the scaled run takes to the optimum.
     """
     from scipy.optimize import minimize
 
@@ -109,7 +115,10 @@ def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
         warnings.simplefilter("ignore")
         with np.errstate(all="ignore"):
             try:
-                res = minimize(bridge.fun, z0, jac=jac, bounds=list(zip(lo, hi)),
+                fun = bridge.fun
+                if scale_objective:
+                    fun, jac = _scaled(bridge, z0, jac)
+                res = minimize(fun, z0, jac=jac, bounds=list(zip(lo, hi)),
                                constraints=cons, method="SLSQP",
                                options={"maxiter": maxiter, "ftol": 1e-12})
                 z = np.clip(res.x, lo, hi)
@@ -127,3 +136,17 @@ def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
     x = x_fixed.copy()
     x[free] = z
     return x, counter.n
+
+
+def _scaled(bridge, z0, jac):
+    """``(fun, jac)`` of the bridge divided by ``max(1, |f(z0)|)`` (1 where that is not
+    finite); costs one evaluation, counted by the bridge."""
+    f0 = float(bridge.fun(z0))
+    c = 1.0 / max(1.0, abs(f0)) if np.isfinite(f0) else 1.0
+
+    def fun(z):
+        return bridge.fun(z) * c
+
+    if jac is None:
+        return fun, None
+    return fun, lambda z: jac(z) * c
