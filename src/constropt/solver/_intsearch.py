@@ -20,7 +20,11 @@ search repeats from a kept point (first improvement) until a round keeps nothing
 the evaluation budget or the deadline is spent.
 
 :func:`bound_flips` does the same for continuous genes that end on a side of the box:
-each moves to the opposite side, alone and in pairs, before a polish.
+each moves to the opposite side, alone, in pairs, and with one other continuous gene
+sent to either of its bounds, before a polish.
+
+Every move is polished at margin 0 first (:data:`MARGINS`): the optima these moves
+reach often lie where a constraint coincides with a side of the box.
 """
 
 from __future__ import annotations
@@ -99,10 +103,28 @@ def _moves(values: list, lo: np.ndarray, hi: np.ndarray, z: np.ndarray):
 
 
 def _try(problem, start, pvec, max_evals, nfev, deadline):
-    """One polish of the continuous genes from ``start`` (integer genes fixed), 1e-9
-    inside the constraints (one SLSQP run per move; the final polish retries margins),
-    and its float64 check; an infeasible end is projected (:func:`._newton.restore`)
-    and polished once more.  Returns ``(x, f, V, nfev, timed_out)``."""
+    """One polish of the continuous genes from ``start`` (integer genes fixed) and its
+    float64 check, at margin 0 and then, if it ends a hair outside, 1e-9 inside the
+    constraints (:data:`MARGINS`); an infeasible end is projected
+    (:func:`._newton.restore`) and polished once more.  Returns ``(x, f, V, nfev,
+    timed_out)`` of the first feasible end (else the last one)."""
+    for margin in MARGINS:
+        x, f, V, nfev, timed_out = _try_margin(problem, start, pvec, max_evals, nfev,
+                                               deadline, margin)
+        if timed_out or np.all(V == 0):
+            break
+    return x, f, V, nfev, timed_out
+
+
+#: Margins of :func:`_try`, in turn.  Margin 0 first: where a constraint coincides with
+#: a side of the box, any margin empties the feasible set there (CEC 2020 RC14: with one
+#: unit in stage 2, ``20 - n2 * tl1 <= 0`` needs ``tl1 = 20``, its upper bound; RC03:
+#: with ``x2 = x4 = 0`` on their bounds, four constraints are identically 0), so SLSQP
+#: reports incompatible constraints and the move is lost.
+MARGINS = (0.0, 1e-9)
+
+
+def _try_margin(problem, start, pvec, max_evals, nfev, deadline, margin):
     from ._newton import restore
     from ._polish import polish
     from ._verdict import check_point
@@ -111,7 +133,7 @@ def _try(problem, start, pvec, max_evals, nfev, deadline):
         return None if max_evals is None else max(0, max_evals - nfev - 20)
 
     info: dict = {}
-    x, used = polish(problem, start, pvec, max_evals=left(), margin=1e-9,
+    x, used = polish(problem, start, pvec, max_evals=left(), margin=margin,
                      deadline=deadline, info=info)
     f, V = check_point(problem, x, pvec)
     nfev += used + 1
@@ -121,7 +143,7 @@ def _try(problem, start, pvec, max_evals, nfev, deadline):
         f, V = check_point(problem, x, pvec)
         nfev += used + 1
         if np.all(V == 0):
-            x2, used = polish(problem, x, pvec, max_evals=left(), margin=1e-9,
+            x2, used = polish(problem, x, pvec, max_evals=left(), margin=margin,
                               deadline=deadline, info=info)
             f2, V2 = check_point(problem, x2, pvec)
             nfev += used + 1
@@ -194,6 +216,32 @@ def integer_search(problem, best, f_best, V_best, pvec, max_evals, nfev, deadlin
 FLIP_GENES = 10
 
 
+def _partner_moves(problem, side, on_side) -> list:
+    """Each gene on a side flipped together with one other continuous gene sent to
+    either of its bounds: ``(flipped genes, ((gene, value),))`` per move.
+
+    A constraint may tie a gene's side to another gene: in CEC 2020 RC03 (alkylation)
+    ``x2 = 0`` is feasible only with ``x4 = 0`` (``1.22 x3 x4 <= 100000 x2 - ...``), and
+    the optimum lies on that face, where four constraints vanish identically.  A
+    search never lands on such a face exactly, and the flip of ``x2`` alone stays
+    infeasible."""
+    lo, hi = problem.lower, problem.upper
+    others = np.flatnonzero((~problem.integer) & ~on_side & (hi > lo))
+    if side.size * others.size > PARTNER_PAIRS:
+        return []
+    return [((i,), ((j, v),)) for i in side for j in others for v in (lo[j], hi[j])]
+
+
+#: A flip starts a new round of moves when it gains more than this (relative): a start
+#: that polishes back to the same point gains rounding noise (3e-8 on RC03's -142.7);
+#: that is kept, but restarting the round from it spent the rounds on noise.
+GAIN = 1e-9
+
+#: Partner moves (a flip with one other gene sent to a bound) while the flipped genes
+#: times the other continuous genes are at most this many.
+PARTNER_PAIRS = 40
+
+
 def bound_flips(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=None):
     """Move continuous genes of ``best`` that sit on a side of the box to the opposite
     side (one, then two at a time) and polish from there; keep improvements.
@@ -201,8 +249,10 @@ def bound_flips(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=N
     An optimum on the edge of the box is often the mirror of where a search ends: a
     reactor network whose two residence times trade places (CEC 2020 RC04: the search
     ends at ``(x5, x6) = (16, 1e-5)``, the optimum is ``(1e-5, 16)``), a bilinear
-    objective whose best vertex has the opposite sides (HS044).  SLSQP from the best
-    point cannot leave the side it stands on; these starts leave it.  Only genes on a
+    objective whose best vertex has the opposite sides (HS044), a face where a
+    constraint vanishes only with a partner gene on its bound too (RC03, see
+    :func:`_partner_moves`).  SLSQP from the best point cannot leave the side it
+    stands on; these starts leave it.  Only genes on a
     bound are moved (at most :data:`FLIP_GENES` of them), so a problem whose best point
     is interior costs nothing here.  Same parameters and returns as
     :func:`integer_search`.
@@ -219,12 +269,16 @@ def bound_flips(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=N
         side = np.flatnonzero(on_lo | on_hi)
         if side.size == 0 or side.size > FLIP_GENES:
             break
-        moves = [(i,) for i in side] + list(itertools.combinations(side, 2))
+        moves = [((i,), ()) for i in side] + \
+            [(pair, ()) for pair in itertools.combinations(side, 2)] + \
+            _partner_moves(problem, side, on_lo | on_hi)
         improved = False
-        for move in moves:
+        for move, sent in moves:
             start = best.copy()
             for i in move:
                 start[i] = hi[i] if on_lo[i] else lo[i]
+            for i, value in sent:
+                start[i] = value
             key = tuple(np.round(start, 12))
             if key in tried:
                 continue
@@ -234,7 +288,9 @@ def bound_flips(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=N
                 return best, f_best, V_best, nfev, len(tried) <= MAX_TRIES
             x, f, V, nfev, timed_out = _try(problem, start, pvec, max_evals, nfev, deadline)
             if np.all(V == 0) and sign * f < sign * f_best - 1e-12 * (1 + abs(f_best)):
-                best, f_best, V_best, improved = x, f, V, True
+                # a new round of moves only from a real gain, not from rounding noise
+                improved = sign * f < sign * f_best - GAIN * (1 + abs(f_best))
+                best, f_best, V_best = x, f, V
             if timed_out:
                 return best, f_best, V_best, nfev, True
             if improved:
