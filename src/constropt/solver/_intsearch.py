@@ -111,7 +111,8 @@ def _try(problem, start, pvec, max_evals, nfev, deadline):
     for margin in MARGINS:
         x, f, V, nfev, timed_out = _try_margin(problem, start, pvec, max_evals, nfev,
                                                deadline, margin)
-        if timed_out or np.all(V == 0):
+        # the next margin only for an end a hair outside, not for an infeasible move
+        if timed_out or np.all(V == 0) or np.max(V) > HAIR * (1.0 + np.max(np.abs(x))):
             break
     return x, f, V, nfev, timed_out
 
@@ -122,6 +123,8 @@ def _try(problem, start, pvec, max_evals, nfev, deadline):
 #: with ``x2 = x4 = 0`` on their bounds, four constraints are identically 0), so SLSQP
 #: reports incompatible constraints and the move is lost.
 MARGINS = (0.0, 1e-9)
+#: An end violating by at most this (relative to the point's size) is a hair outside.
+HAIR = 1e-6
 
 
 def _try_margin(problem, start, pvec, max_evals, nfev, deadline, margin):
@@ -216,20 +219,69 @@ def integer_search(problem, best, f_best, V_best, pvec, max_evals, nfev, deadlin
 FLIP_GENES = 10
 
 
-def _partner_moves(problem, side, on_side) -> list:
+def _partner_moves(problem, best, pvec, side, on_lo, on_hi, left=None):
     """Each gene on a side flipped together with one other continuous gene sent to
-    either of its bounds: ``(flipped genes, ((gene, value),))`` per move.
+    either of its bounds, where a constraint vanishes on that face: ``(flipped genes,
+    ((gene, value),))`` per move.
 
     A constraint may tie a gene's side to another gene: in CEC 2020 RC03 (alkylation)
     ``x2 = 0`` is feasible only with ``x4 = 0`` (``1.22 x3 x4 <= 100000 x2 - ...``), and
-    the optimum lies on that face, where four constraints vanish identically.  A
-    search never lands on such a face exactly, and the flip of ``x2`` alone stays
-    infeasible."""
+    the optimum lies on that face, where four constraints vanish identically.  A search
+    never lands on such a face exactly, and the flip of ``x2`` alone stays infeasible.
+    A move is kept only where some constraint leaf that depends on a third gene at
+    ``best`` is 0 with no slope in any third gene at the start (:func:`_vanishes`), so
+    a problem without such a face pays one batched evaluation here.  Returns ``(moves,
+    evaluations spent)``; none when they would exceed ``left``.
+    """
     lo, hi = problem.lower, problem.upper
-    others = np.flatnonzero((~problem.integer) & ~on_side & (hi > lo))
-    if side.size * others.size > PARTNER_PAIRS:
-        return []
-    return [((i,), ((j, v),)) for i in side for j in others for v in (lo[j], hi[j])]
+    others = np.flatnonzero((~problem.integer) & ~(on_lo | on_hi) & (hi > lo))
+    if side.size * others.size > PARTNER_PAIRS or others.size == 0:
+        return [], 0
+    moves = [((i,), ((j, v),)) for i in side for j in others for v in (lo[j], hi[j])]
+    cost = 2 * (len(moves) + 1)  # values and derivatives at best and every start
+    if left is not None and cost > left:
+        return [], 0
+    starts = np.repeat(best[:, None], len(moves), axis=1)
+    for k, ((i,), ((j, v),)) in enumerate(moves):
+        starts[i, k] = hi[i] if on_lo[i] else lo[i]
+        starts[j, k] = v
+    keep = _vanishes(problem, best, starts, pvec, moves)
+    return [m for m, ok in zip(moves, keep) if ok], cost
+
+
+def _vanishes(problem, best, starts, pvec, moves) -> np.ndarray:
+    """For each start (column of ``starts`` (n, K)), whether a conjunctive constraint
+    leaf that has a slope in a gene other than the two moved at ``best`` is 0 there
+    with no slope in any such gene."""
+    from ._scipy import conjunctive_leaves
+
+    L = len(problem.leaves)
+    K = starts.shape[1]
+    if L == 0:
+        return np.zeros(K, dtype=bool)
+    try:
+        deriv = problem.lowering.derivatives("numpy")
+    except Exception:  # no exact derivatives: no partner moves
+        return np.zeros(K, dtype=bool)
+    leaves = problem.lowering.functions("numpy")["leaves"]
+    n = problem.n
+    X = np.concatenate([best[:, None], starts], axis=1)
+    P = np.repeat(np.reshape(pvec, (-1, 1)), K + 1, axis=1)
+    with np.errstate(all="ignore"):
+        _, C = leaves(X, P)
+        _, J = deriv(X, P)
+    C = np.broadcast_to(np.asarray(C, float).reshape(L, -1), (L, K + 1))
+    J = np.broadcast_to(np.asarray(J, float).reshape(L, n, -1), (L, n, K + 1))
+    rows = np.zeros(L, dtype=bool)
+    rows[conjunctive_leaves(problem)] = True
+    out = np.zeros(K, dtype=bool)
+    for k, ((i,), ((j, _),)) in enumerate(moves):
+        third = np.ones(n, dtype=bool)
+        third[[i, j]] = False
+        before = np.any(J[:, third, 0] != 0, axis=1)
+        flat = np.all(J[:, third, k + 1] == 0, axis=1) & (C[:, k + 1] == 0)
+        out[k] = bool(np.any(rows & before & flat))
+    return out
 
 
 #: A flip starts a new round of moves when it gains more than this (relative): a start
@@ -269,9 +321,11 @@ def bound_flips(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=N
         side = np.flatnonzero(on_lo | on_hi)
         if side.size == 0 or side.size > FLIP_GENES:
             break
+        partners, used = _partner_moves(problem, best, pvec, side, on_lo, on_hi,
+                                        None if max_evals is None else max_evals - nfev - 20)
+        nfev += used
         moves = [((i,), ()) for i in side] + \
-            [(pair, ()) for pair in itertools.combinations(side, 2)] + \
-            _partner_moves(problem, side, on_lo | on_hi)
+            [(pair, ()) for pair in itertools.combinations(side, 2)] + partners
         improved = False
         for move, sent in moves:
             start = best.copy()
