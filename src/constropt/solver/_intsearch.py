@@ -23,9 +23,8 @@ the evaluation budget or the deadline is spent.
 each moves to the opposite side, alone, in pairs, and with one other continuous gene
 sent to either of its bounds, before a polish.
 
-A move whose polish 1e-9 inside the constraints ends infeasible or with incompatible
-constraints is polished at margin 0 too (:func:`_try`): the optima these moves reach
-often lie where a constraint coincides with a side of the box.
+Every move is polished at margin 0 first (:data:`MARGINS`): the optima these moves
+reach often lie where a constraint coincides with a side of the box.
 """
 
 from __future__ import annotations
@@ -103,42 +102,29 @@ def _moves(values: list, lo: np.ndarray, hi: np.ndarray, z: np.ndarray):
                     yield c
 
 
-def _try(problem, start, pvec, max_evals, nfev, deadline, zero_first=False):
-    """One polish of the continuous genes from ``start`` (integer genes fixed) 1e-9
-    inside the constraints, and its float64 check; an infeasible end is projected
-    (:func:`._newton.restore`) and polished once more.  Where that ends infeasible or
-    SLSQP found the constraints incompatible, the same again at margin 0, keeping the
-    better feasible end.
-    Returns ``(x, f, V, nfev, timed_out)``.
-
-    Margin 0 is the second try: where a constraint coincides with a side of the box,
-    any margin empties the feasible set there (CEC 2020 RC14: with one unit in stage 2,
-    ``20 - n2 * tl1 <= 0`` needs ``tl1 = 20``, its upper bound; RC03: with ``x2 = x4 =
-    0`` on their bounds, four constraints are identically 0), so SLSQP reports
-    incompatible constraints and the move was lost.  Not the first: at margin 0 SLSQP
-    ends a hair outside an active constraint more often, and the restoration and second
-    polish that follow cost 2.5 times the evaluations (the flip of the blog's example 2).
-    ``zero_first`` puts it first (then 1e-9 only for an end a hair outside): on a face
-    where a constraint vanishes identically, the 1e-9 polish can end at a worse
-    feasible point (RC03: -3716.9 where margin 0 reaches f* = -4529.1).
-    """
-    if zero_first:
-        for margin in (0.0, 1e-9):
-            x, f, V, nfev, timed_out, _ = _try_margin(problem, start, pvec, max_evals,
-                                                      nfev, deadline, margin)
-            if timed_out or np.all(V == 0) or np.max(V) > HAIR * (1 + np.max(np.abs(x))):
-                break
-        return x, f, V, nfev, timed_out
-    x, f, V, nfev, timed_out, compatible = _try_margin(problem, start, pvec, max_evals,
-                                                       nfev, deadline, 1e-9)
-    if timed_out or (compatible and np.all(V == 0)):
-        return x, f, V, nfev, timed_out
-    x0, f0, V0, nfev, timed_out, _ = _try_margin(problem, start, pvec, max_evals, nfev,
-                                                 deadline, 0.0)
-    sign = -1.0 if problem.maximize else 1.0
-    if np.all(V0 == 0) and (not np.all(V == 0) or sign * f0 < sign * f):
-        x, f, V = x0, f0, V0
+def _try(problem, start, pvec, max_evals, nfev, deadline):
+    """One polish of the continuous genes from ``start`` (integer genes fixed) and its
+    float64 check, at margin 0 and then, if it ends a hair outside, 1e-9 inside the
+    constraints (:data:`MARGINS`); an infeasible end is projected
+    (:func:`._newton.restore`) and polished once more.  Returns ``(x, f, V, nfev,
+    timed_out)`` of the first feasible end (else the last one)."""
+    for margin in MARGINS:
+        x, f, V, nfev, timed_out = _try_margin(problem, start, pvec, max_evals, nfev,
+                                               deadline, margin)
+        # the next margin only for an end a hair outside, not for an infeasible move
+        if timed_out or np.all(V == 0) or np.max(V) > HAIR * (1.0 + np.max(np.abs(x))):
+            break
     return x, f, V, nfev, timed_out
+
+
+#: Margins of :func:`_try`, in turn.  Margin 0 first: where a constraint coincides with
+#: a side of the box, any margin empties the feasible set there (CEC 2020 RC14: with one
+#: unit in stage 2, ``20 - n2 * tl1 <= 0`` needs ``tl1 = 20``, its upper bound; RC03:
+#: with ``x2 = x4 = 0`` on their bounds, four constraints are identically 0), so SLSQP
+#: reports incompatible constraints and the move is lost.
+MARGINS = (0.0, 1e-9)
+#: An end violating by at most this (relative to the point's size) is a hair outside.
+HAIR = 1e-6
 
 
 def _try_margin(problem, start, pvec, max_evals, nfev, deadline, margin):
@@ -152,7 +138,6 @@ def _try_margin(problem, start, pvec, max_evals, nfev, deadline, margin):
     info: dict = {}
     x, used = polish(problem, start, pvec, max_evals=left(), margin=margin,
                      deadline=deadline, info=info)
-    compatible = info.get("status") != INCOMPATIBLE
     f, V = check_point(problem, x, pvec)
     nfev += used + 1
     if not np.all(V == 0) and not info.get("timed_out"):
@@ -163,20 +148,11 @@ def _try_margin(problem, start, pvec, max_evals, nfev, deadline, margin):
         if np.all(V == 0):
             x2, used = polish(problem, x, pvec, max_evals=left(), margin=margin,
                               deadline=deadline, info=info)
-            compatible = compatible and info.get("status") != INCOMPATIBLE
             f2, V2 = check_point(problem, x2, pvec)
             nfev += used + 1
             if np.all(V2 == 0) and (f2 > f if problem.maximize else f2 < f):
                 x, f, V = x2, f2, V2
-    return x, f, V, nfev, bool(info.get("timed_out")), compatible
-
-
-#: An end violating by at most this (relative to the point's size) is a hair outside.
-HAIR = 1e-6
-
-#: SLSQP's exit mode for "inequality constraints incompatible" (its linearization has
-#: no feasible point: what a margin does where a constraint coincides with a bound).
-INCOMPATIBLE = 4
+    return x, f, V, nfev, bool(info.get("timed_out"))
 
 
 def integer_search(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=None):
@@ -338,7 +314,6 @@ def bound_flips(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=N
     lo, hi = problem.lower, problem.upper
     sign = -1.0 if problem.maximize else 1.0
     tried: set = set()
-    face = False  # whether best came from a partner move (lies on a vanishing face)
     for _ in range(ROUNDS):
         tol = 1e-9 * (1.0 + np.abs(best))
         on_lo = (~problem.integer) & (np.abs(best - lo) <= tol) & (hi > lo)
@@ -365,13 +340,11 @@ def bound_flips(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=N
             if len(tried) > MAX_TRIES or (max_evals is not None and max_evals - nfev < 20) or \
                     (deadline is not None and time.perf_counter() >= deadline):
                 return best, f_best, V_best, nfev, len(tried) <= MAX_TRIES
-            x, f, V, nfev, timed_out = _try(problem, start, pvec, max_evals, nfev, deadline,
-                                            zero_first=face or bool(sent))
+            x, f, V, nfev, timed_out = _try(problem, start, pvec, max_evals, nfev, deadline)
             if np.all(V == 0) and sign * f < sign * f_best - 1e-12 * (1 + abs(f_best)):
                 # a new round of moves only from a real gain, not from rounding noise
                 improved = sign * f < sign * f_best - GAIN * (1 + abs(f_best))
                 best, f_best, V_best = x, f, V
-                face = face or bool(sent)  # moves from a face are polished on it
             if timed_out:
                 return best, f_best, V_best, nfev, True
             if improved:

@@ -88,10 +88,7 @@ def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
         A ``time.perf_counter()`` value: the polish stops at its first evaluation after
         it and keeps its last point.
     info : dict, optional
-        Filled with ``timed_out`` (bool): whether the deadline stopped the polish, and
-        ``status`` (int) when SLSQP ran to its own end: its exit mode (0 success, 4
-        incompatible inequality constraints, 8 a positive directional derivative in
-        the line search, ...).
+        Filled with ``timed_out`` (bool): whether the deadline stopped the polish.
     """
     from scipy.optimize import minimize
 
@@ -116,8 +113,6 @@ def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
                                constraints=cons, method="SLSQP",
                                options={"maxiter": maxiter, "ftol": 1e-12})
                 z = np.clip(res.x, lo, hi)
-                if info is not None:
-                    info["status"] = int(res.status)
             except BudgetSpent:  # the budget ends the polish: keep its last point
                 z = np.clip(counter.last, lo, hi) if counter.last is not None else z0
             except KeyboardInterrupt:
