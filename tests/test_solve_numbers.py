@@ -158,11 +158,23 @@ def test_nfev_counts_every_evaluation(monkeypatch):
 
     counted["restore"] = 0
     monkeypatch.setattr(_newton, "restore", counting_restore)
+    from constropt.solver import _intsearch
+
+    partners = _intsearch._partner_moves
+
+    def counting_partners(*args, **kwargs):  # the batched probe of the bound flips' faces
+        moves, used = partners(*args, **kwargs)
+        counted["faces"] += used
+        return moves, used
+
+    counted["faces"] = 0
+    monkeypatch.setattr(_intsearch, "_partner_moves", counting_partners)
     res = constropt.solve(F3, C3, bounds=B3, seed=0, restarts=0, progress=False)
     assert res.success
     # search evaluations + float64 checks + unboundedness probe + polish + restoration
+    # + the face probe of the bound flips
     assert res.nfev == res.history.nfev[-1] + counted["numpy"] + counted["polish"] + \
-        counted["restore"]
+        counted["restore"] + counted["faces"]
     assert counted["numpy"] > 1
 
 

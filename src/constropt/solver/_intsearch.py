@@ -30,7 +30,11 @@ search repeats from a kept point (first improvement) until a round keeps nothing
 the evaluation budget or the deadline is spent.
 
 :func:`bound_flips` does the same for continuous genes that end on a side of the box:
-each moves to the opposite side, alone and in pairs, before a polish.
+each moves to the opposite side, alone, in pairs, and with one other continuous gene
+sent to either of its bounds, before a polish.
+
+Every move is polished at margin 0 first (:data:`MARGINS`): the optima these moves
+reach often lie where a constraint coincides with a side of the box.
 """
 
 from __future__ import annotations
@@ -112,10 +116,31 @@ def _moves(values: list, lo: np.ndarray, hi: np.ndarray, z: np.ndarray):
 
 
 def _try(problem, start, pvec, max_evals, nfev, deadline):
-    """One polish of the continuous genes from ``start`` (integer genes fixed), 1e-9
-    inside the constraints (one SLSQP run per move; the final polish retries margins),
-    and its float64 check; an infeasible end is projected (:func:`._newton.restore`)
-    and polished once more.  Returns ``(x, f, V, nfev, timed_out)``."""
+    """One polish of the continuous genes from ``start`` (integer genes fixed) and its
+    float64 check, at margin 0 and then, if it ends a hair outside, 1e-9 inside the
+    constraints (:data:`MARGINS`); an infeasible end is projected
+    (:func:`._newton.restore`) and polished once more.  Returns ``(x, f, V, nfev,
+    timed_out)`` of the first feasible end (else the last one)."""
+    for margin in MARGINS:
+        x, f, V, nfev, timed_out = _try_margin(problem, start, pvec, max_evals, nfev,
+                                               deadline, margin)
+        # the next margin only for an end a hair outside, not for an infeasible move
+        if timed_out or np.all(V == 0) or np.max(V) > HAIR * (1.0 + np.max(np.abs(x))):
+            break
+    return x, f, V, nfev, timed_out
+
+
+#: Margins of :func:`_try`, in turn.  Margin 0 first: where a constraint coincides with
+#: a side of the box, any margin empties the feasible set there (CEC 2020 RC14: with one
+#: unit in stage 2, ``20 - n2 * tl1 <= 0`` needs ``tl1 = 20``, its upper bound; RC03:
+#: with ``x2 = x4 = 0`` on their bounds, four constraints are identically 0), so SLSQP
+#: reports incompatible constraints and the move is lost.
+MARGINS = (0.0, 1e-9)
+#: An end violating by at most this (relative to the point's size) is a hair outside.
+HAIR = 1e-6
+
+
+def _try_margin(problem, start, pvec, max_evals, nfev, deadline, margin):
     from ._newton import restore
     from ._polish import polish
     from ._verdict import check_point
@@ -124,7 +149,7 @@ def _try(problem, start, pvec, max_evals, nfev, deadline):
         return None if max_evals is None else max(0, max_evals - nfev - 20)
 
     info: dict = {}
-    x, used = polish(problem, start, pvec, max_evals=left(), margin=1e-9,
+    x, used = polish(problem, start, pvec, max_evals=left(), margin=margin,
                      deadline=deadline, info=info)
     f, V = check_point(problem, x, pvec)
     nfev += used + 1
@@ -134,7 +159,7 @@ def _try(problem, start, pvec, max_evals, nfev, deadline):
         f, V = check_point(problem, x, pvec)
         nfev += used + 1
         if np.all(V == 0):
-            x2, used = polish(problem, x, pvec, max_evals=left(), margin=1e-9,
+            x2, used = polish(problem, x, pvec, max_evals=left(), margin=margin,
                               deadline=deadline, info=info)
             f2, V2 = check_point(problem, x2, pvec)
             nfev += used + 1
@@ -276,6 +301,81 @@ def integer_search(problem, best, f_best, V_best, pvec, max_evals, nfev, deadlin
 FLIP_GENES = 10
 
 
+def _partner_moves(problem, best, pvec, side, on_lo, on_hi, left=None):
+    """Each gene on a side flipped together with one other continuous gene sent to
+    either of its bounds, where a constraint vanishes on that face: ``(flipped genes,
+    ((gene, value),))`` per move.
+
+    A constraint may tie a gene's side to another gene: in CEC 2020 RC03 (alkylation)
+    ``x2 = 0`` is feasible only with ``x4 = 0`` (``1.22 x3 x4 <= 100000 x2 - ...``), and
+    the optimum lies on that face, where four constraints vanish identically.  A search
+    never lands on such a face exactly, and the flip of ``x2`` alone stays infeasible.
+    A move is kept only where some constraint leaf that depends on a third gene at
+    ``best`` is 0 with no slope in any third gene at the start (:func:`_vanishes`), so
+    a problem without such a face pays one batched evaluation here.  Returns ``(moves,
+    evaluations spent)``; none when they would exceed ``left``.
+    """
+    lo, hi = problem.lower, problem.upper
+    others = np.flatnonzero((~problem.integer) & ~(on_lo | on_hi) & (hi > lo))
+    if side.size * others.size > PARTNER_PAIRS or others.size == 0:
+        return [], 0
+    moves = [((i,), ((j, v),)) for i in side for j in others for v in (lo[j], hi[j])]
+    cost = 2 * (len(moves) + 1)  # values and derivatives at best and every start
+    if left is not None and cost > left:
+        return [], 0
+    starts = np.repeat(best[:, None], len(moves), axis=1)
+    for k, ((i,), ((j, v),)) in enumerate(moves):
+        starts[i, k] = hi[i] if on_lo[i] else lo[i]
+        starts[j, k] = v
+    keep = _vanishes(problem, best, starts, pvec, moves)
+    return [m for m, ok in zip(moves, keep) if ok], cost
+
+
+def _vanishes(problem, best, starts, pvec, moves) -> np.ndarray:
+    """For each start (column of ``starts`` (n, K)), whether a conjunctive constraint
+    leaf that has a slope in a gene other than the two moved at ``best`` is 0 there
+    with no slope in any such gene."""
+    from ._scipy import conjunctive_leaves
+
+    L = len(problem.leaves)
+    K = starts.shape[1]
+    if L == 0:
+        return np.zeros(K, dtype=bool)
+    try:
+        deriv = problem.lowering.derivatives("numpy")
+    except Exception:  # no exact derivatives: no partner moves
+        return np.zeros(K, dtype=bool)
+    leaves = problem.lowering.functions("numpy")["leaves"]
+    n = problem.n
+    X = np.concatenate([best[:, None], starts], axis=1)
+    P = np.repeat(np.reshape(pvec, (-1, 1)), K + 1, axis=1)
+    with np.errstate(all="ignore"):
+        _, C = leaves(X, P)
+        _, J = deriv(X, P)
+    C = np.broadcast_to(np.asarray(C, float).reshape(L, -1), (L, K + 1))
+    J = np.broadcast_to(np.asarray(J, float).reshape(L, n, -1), (L, n, K + 1))
+    rows = np.zeros(L, dtype=bool)
+    rows[conjunctive_leaves(problem)] = True
+    out = np.zeros(K, dtype=bool)
+    for k, ((i,), ((j, _),)) in enumerate(moves):
+        third = np.ones(n, dtype=bool)
+        third[[i, j]] = False
+        before = np.any(J[:, third, 0] != 0, axis=1)
+        flat = np.all(J[:, third, k + 1] == 0, axis=1) & (C[:, k + 1] == 0)
+        out[k] = bool(np.any(rows & before & flat))
+    return out
+
+
+#: A flip starts a new round of moves when it gains more than this (relative): a start
+#: that polishes back to the same point gains rounding noise (3e-8 on RC03's -142.7);
+#: that is kept, but restarting the round from it spent the rounds on noise.
+GAIN = 1e-9
+
+#: Partner moves (a flip with one other gene sent to a bound) while the flipped genes
+#: times the other continuous genes are at most this many.
+PARTNER_PAIRS = 40
+
+
 def bound_flips(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=None):
     """Move continuous genes of ``best`` that sit on a side of the box to the opposite
     side (one, then two at a time) and polish from there; keep improvements.
@@ -283,8 +383,10 @@ def bound_flips(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=N
     An optimum on the edge of the box is often the mirror of where a search ends: a
     reactor network whose two residence times trade places (CEC 2020 RC04: the search
     ends at ``(x5, x6) = (16, 1e-5)``, the optimum is ``(1e-5, 16)``), a bilinear
-    objective whose best vertex has the opposite sides (HS044).  SLSQP from the best
-    point cannot leave the side it stands on; these starts leave it.  Only genes on a
+    objective whose best vertex has the opposite sides (HS044), a face where a
+    constraint vanishes only with a partner gene on its bound too (RC03, see
+    :func:`_partner_moves`).  SLSQP from the best point cannot leave the side it
+    stands on; these starts leave it.  Only genes on a
     bound are moved (at most :data:`FLIP_GENES` of them), so a problem whose best point
     is interior costs nothing here.  Same parameters and returns as
     :func:`integer_search`.
@@ -301,12 +403,18 @@ def bound_flips(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=N
         side = np.flatnonzero(on_lo | on_hi)
         if side.size == 0 or side.size > FLIP_GENES:
             break
-        moves = [(i,) for i in side] + list(itertools.combinations(side, 2))
+        partners, used = _partner_moves(problem, best, pvec, side, on_lo, on_hi,
+                                        None if max_evals is None else max_evals - nfev - 20)
+        nfev += used
+        moves = [((i,), ()) for i in side] + \
+            [(pair, ()) for pair in itertools.combinations(side, 2)] + partners
         improved = False
-        for move in moves:
+        for move, sent in moves:
             start = best.copy()
             for i in move:
                 start[i] = hi[i] if on_lo[i] else lo[i]
+            for i, value in sent:
+                start[i] = value
             key = tuple(np.round(start, 12))
             if key in tried:
                 continue
@@ -316,7 +424,9 @@ def bound_flips(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=N
                 return best, f_best, V_best, nfev, len(tried) <= MAX_TRIES
             x, f, V, nfev, timed_out = _try(problem, start, pvec, max_evals, nfev, deadline)
             if np.all(V == 0) and sign * f < sign * f_best - 1e-12 * (1 + abs(f_best)):
-                best, f_best, V_best, improved = x, f, V, True
+                # a new round of moves only from a real gain, not from rounding noise
+                improved = sign * f < sign * f_best - GAIN * (1 + abs(f_best))
+                best, f_best, V_best = x, f, V
             if timed_out:
                 return best, f_best, V_best, nfev, True
             if improved:
