@@ -178,7 +178,7 @@ def restore(problem, x0: np.ndarray, pvec: np.ndarray, max_evals=None, iters: in
     first gives it a feasible start.  Returns ``(x (N,), used)``: ``x`` the least
     violating point met (``x0`` when nothing helped), ``used`` the evaluations spent.
     """
-    from ._polish import conjunctive_leaves
+    from ._polish import SPAN, conjunctive_leaves
 
     free = ~problem.integer
     L = len(problem.leaves)
@@ -194,7 +194,6 @@ def restore(problem, x0: np.ndarray, pvec: np.ndarray, max_evals=None, iters: in
     eq = np.array([lf.kind == "eq" for lf in problem.leaves], dtype=bool)
     band = (1.0 - 1e-3) * problem.eq_tol  # the polish's own share of the band
     lo, hi = problem.lower, problem.upper
-    w = np.where(hi > lo, hi - lo, 1.0)  # least-norm steps in box units: genes of 1e7 and 1
     M = np.reshape(pvec, (-1, 1))
 
     def residual(x):
@@ -210,6 +209,8 @@ def restore(problem, x0: np.ndarray, pvec: np.ndarray, max_evals=None, iters: in
 
     used = 0
     x = np.clip(np.asarray(x0, dtype=np.float64), lo, hi)
+    # least-norm steps in box units (genes of 1e7 and 1), as the polish's (SPAN)
+    w = np.where(hi > lo, np.minimum(hi - lo, SPAN * np.maximum(np.abs(x), 1.0)), 1.0)
     r, v = residual(x)
     used += 1
     for _ in range(iters):

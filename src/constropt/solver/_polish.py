@@ -109,7 +109,7 @@ def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
         warnings.simplefilter("ignore")
         with np.errstate(all="ignore"):
             try:
-                if jac is not None:  # SLSQP over the box scaled to [0, 1], rows scaled
+                if jac is not None:  # SLSQP over genes in box units, rows scaled
                     fun, jac, cons, u0, ub, to_z = _scaled(bridge, cons, z0, lo, hi)
                 else:
                     fun, u0, ub, to_z = bridge.fun, z0, list(zip(lo, hi)), None
@@ -132,6 +132,11 @@ def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
     return x, counter.n
 
 
+#: The scaled polish's unit is the box width, at most this many times the start's
+#: magnitude (at least 1).
+SPAN = 1e6
+
+
 def _row_scale(J: np.ndarray) -> np.ndarray:
     """Per-row divisors: each row's gradient norm, 1 where it is 0 or not finite."""
     nrm = np.sqrt(np.sum(np.atleast_2d(J) ** 2, axis=-1))
@@ -139,8 +144,10 @@ def _row_scale(J: np.ndarray) -> np.ndarray:
 
 
 def _scaled(bridge, cons, z0, lo, hi):
-    """The SLSQP problem in scaled form: genes ``u = (z - lo) / (hi - lo)`` in [0, 1], the
-    objective and every constraint row divided by its gradient norm at the start.
+    """The SLSQP problem in scaled form: genes ``u = (z - z0) / w``, ``w`` the box width
+    (at most :data:`SPAN` times the start's magnitude: a box of +-1e300 would leave no
+    digits to a start near 1), the objective and every constraint row divided by its
+    gradient norm at the start.
 
     SLSQP's quasi-Newton start (the identity) and its merit function weigh all genes and
     rows alike; G22 mixes genes of size 1e7 and 1 and rows with coefficients 1e5 and 1.
@@ -151,10 +158,10 @@ def _scaled(bridge, cons, z0, lo, hi):
 
     Returns ``(fun, jac, constraints, u0, bounds, to_z)``.
     """
-    w = np.where(hi > lo, hi - lo, 1.0)
+    w = np.where(hi > lo, np.minimum(hi - lo, SPAN * np.maximum(np.abs(z0), 1.0)), 1.0)
 
     def to_z(u):
-        return lo + w * u
+        return z0 + w * u
 
     fs = float(_row_scale(bridge.jac(z0) * w)[0])
     out = []
@@ -164,4 +171,4 @@ def _scaled(bridge, cons, z0, lo, hi):
                     "fun": lambda u, d=d, s=s: d["fun"](to_z(u)) / s,
                     "jac": lambda u, d=d, s=s: d["jac"](to_z(u)) * w / s[:, None]})
     return (lambda u: bridge.fun(to_z(u)) / fs, lambda u: bridge.jac(to_z(u)) * w / fs, out,
-            (z0 - lo) / w, list(zip(np.zeros_like(lo), (hi - lo) / w)), to_z)
+            np.zeros_like(z0), list(zip((lo - z0) / w, (hi - z0) / w)), to_z)
