@@ -67,7 +67,7 @@ class PolishInterrupted(KeyboardInterrupt):
 
 def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
            max_evals: int | None = None, margin: float = STRICT_MARGIN,
-           deadline: float | None = None, info: dict | None = None):
+           deadline: float | None = None, info: dict | None = None, scaled: bool = False):
     """Refine ``x0`` with SLSQP; returns ``(x, nfev)`` (``x`` may be worse: caller checks).
 
     Ctrl-C raises :class:`PolishInterrupted` with the last point evaluated.
@@ -89,6 +89,8 @@ def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
         it and keeps its last point.
     info : dict, optional
         Filled with ``timed_out`` (bool): whether the deadline stopped the polish.
+    scaled : bool
+        Run SLSQP in scaled form (:func:`_scaled`; needs exact derivatives).
     """
     from scipy.optimize import minimize
 
@@ -109,7 +111,7 @@ def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
         warnings.simplefilter("ignore")
         with np.errstate(all="ignore"):
             try:
-                if jac is not None:  # SLSQP over genes in box units, rows scaled
+                if scaled and jac is not None:  # genes in box units, rows scaled
                     fun, jac, cons, u0, ub, to_z = _scaled(bridge, cons, z0, lo, hi)
                 else:
                     fun, u0, ub, to_z = bridge.fun, z0, list(zip(lo, hi)), None
