@@ -54,6 +54,26 @@ def test_tightens_given_bounds_and_keeps_untouched_sides():
     assert q.bounds[x][0] < -1 and q.bounds[x][1] > 1
 
 
+def test_huge_side_implied_by_an_equality_stays_hard():
+    # G22's failure class: x7 = 5e7 - 1e5 x9 with x7 given in [0, 4e7].  The constraint
+    # implies x <= 4e7 (from y >= 100); searched as a soft side, x started in [1e7, 2e7]
+    # and every feasible point there had y >= 300: no expansion, f = 300 (main before
+    # the fix), against the optimum y = 100 at x = 4e7.
+    p = _quiet(y, [sp.Eq(x + 100000 * y - 50000000, 0)],
+               bounds={x: (0, 1e8), y: (100, 400)})
+    assert not p._soft.upper[0] and not p._soft.lower[0]
+    # the equality's band |h| <= eq_tol (1e-4) widens the box by 1e-4 at most
+    assert p.bounds[x] == (pytest.approx(1e7, abs=2e-4), pytest.approx(4e7, abs=2e-4))
+    res = constropt.solve(p, seed=0)
+    assert res.success
+    # the band |h| <= 1e-4 moves y by 1e-9 at most, x by 1e-4 at most
+    assert res.fun == pytest.approx(100.0, abs=2e-9)
+    assert res.x[x] == pytest.approx(4e7, abs=2e-4)
+    # a huge side the constraints do not imply is still soft (issue 12's overflow guard)
+    q = _quiet(x, [x >= 1], bounds={x: (-1e300, 1e300)})
+    assert q._soft.upper[0]
+
+
 def test_integers_rounded_inward():
     p = _quiet(n + m, [n**2 + m**2 <= 10.5, n >= -10, m >= -10])
     assert p.bounds[n] == (-3.0, 3.0) and p.bounds[m] == (-3.0, 3.0)

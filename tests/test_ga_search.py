@@ -33,9 +33,9 @@ def test_ga_on_an_integer_problem():
 def test_scaled_polish_reaches_rc29_from_a_ga_point():
     # CEC 2020 RC29 (f* = 2964895.4173, objective of order 1e6): from a point a GA run
     # ended at (26.9 above f*), unscaled SLSQP stops at its first step; with the
-    # objective divided by |f(x0)| one SLSQP run ends within 0.01 of f* (relative
-    # 3e-9).  polish(scale_objective=True) is not wired into solve yet (it would change
-    # DE's polish too): measured here for the finishing steps' owners.
+    # problem in scaled form (genes in box units, objective and rows divided by their
+    # gradient norms) one SLSQP run ends within 0.01 of f* (relative 3e-9).  The
+    # finishing steps' polish tries the scaled form first.
     import numpy as np
 
     from constropt import benchmarks
@@ -48,7 +48,7 @@ def test_scaled_polish_reaches_rc29_from_a_ga_point():
     x0 = np.array([50.0, 1.17983674, 24.54284432, 0.39201473])
     f0 = check_point(problem, x0, pvec)[0]
     for scale, within in ((False, 20.0), (True, 0.01)):
-        x, _ = polish(problem, x0, pvec, max_evals=5000, scale_objective=scale)
+        x, _ = polish(problem, x0, pvec, max_evals=5000, scaled=scale)
         f, V = check_point(problem, x, pvec)
         assert np.all(V == 0)
         if scale:

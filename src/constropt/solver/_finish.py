@@ -69,7 +69,8 @@ def _key(problem, f: float, V: np.ndarray):
 
 def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, deadline=None):
     """SLSQP from ``start`` (strict margin 0, then 1e-9, then 1e-6 if it ends a hair
-    outside; an infeasible ``start`` first projected onto its violated constraints by
+    outside; in scaled form, then as given if it still ends infeasible; an infeasible
+    ``start`` first projected onto its violated constraints by
     :func:`._newton.restore`, as is an SLSQP end a hair outside); the result replaces
     ``best`` if feasible and better.  Each float64 check of a candidate counts one
     evaluation.
@@ -85,7 +86,10 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
     start, used = restore(problem, start, pvec,
                           None if max_evals is None else max(0, max_evals - nfev - 20))
     nfev += used
-    for margin in (0.0, 1e-9, 1e-6):
+    # SLSQP in scaled form first (genes in box units, rows by gradient norm: G22's genes
+    # of 1 and 1e7 need it, and the polish's share of the budget is ~300 evaluations);
+    # where it ends infeasible at every margin, SLSQP on the problem as given
+    for scaled, margin in [(s, m) for s in (True, False) for m in (0.0, 1e-9, 1e-6)]:
         budget = None if max_evals is None else max_evals - nfev - 1  # 1: the check
         if budget is not None and budget < 10:
             return best, f_best, V_best, nfev, True
@@ -94,7 +98,7 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
         info: dict = {}
         try:
             cand, used = polish(problem, start, pvec, max_evals=budget, margin=margin,
-                                deadline=deadline, info=info)
+                                deadline=deadline, info=info, scaled=scaled)
         except PolishInterrupted as exc:
             nfev += exc.nfev + 1
             f_c, V_c = check_point(problem, exc.x, pvec)

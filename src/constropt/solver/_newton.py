@@ -168,10 +168,11 @@ HOLD = 1e-8
 
 
 def restore(problem, x0: np.ndarray, pvec: np.ndarray, max_evals=None, iters: int = 30):
-    """Feasibility restoration of one point: least-norm Gauss-Newton steps on the
-    violated constraints (equalities outside their band ``|h| <= eq_tol``, aimed at its
-    edge; conjunctive inequalities above 0, aimed :data:`INSIDE` below it),
-    with the exact Jacobian; integer genes held fixed, steps clipped to the box and
+    """Feasibility restoration of one point: least-norm Gauss-Newton steps (norm in
+    units of the box width) on the violated constraints (equalities outside their band
+    ``|h| <= eq_tol``, aimed at its edge; conjunctive inequalities above 0, aimed
+    :data:`INSIDE` below it), with the exact Jacobian; integer genes held fixed, genes
+    on a side of the box the step would cross held there, steps clipped to the box and
     halved until the total violation falls.
 
     SLSQP started from a point off a curved equality manifold (six trigonometric
@@ -179,7 +180,7 @@ def restore(problem, x0: np.ndarray, pvec: np.ndarray, max_evals=None, iters: in
     first gives it a feasible start.  Returns ``(x (N,), used)``: ``x`` the least
     violating point met (``x0`` when nothing helped), ``used`` the evaluations spent.
     """
-    from ._polish import conjunctive_leaves
+    from ._polish import SPAN, conjunctive_leaves
 
     free = ~problem.integer
     L = len(problem.leaves)
@@ -215,6 +216,8 @@ def restore(problem, x0: np.ndarray, pvec: np.ndarray, max_evals=None, iters: in
 
     used = 0
     x = np.clip(np.asarray(x0, dtype=np.float64), lo, hi)
+    # least-norm steps in box units (genes of 1e7 and 1), as the polish's (SPAN)
+    w = np.where(hi > lo, np.minimum(hi - lo, SPAN * np.maximum(np.abs(x), 1.0)), 1.0)
     r, rows, v = residual(x)
     used += 1
     for _ in range(iters):
@@ -227,15 +230,18 @@ def restore(problem, x0: np.ndarray, pvec: np.ndarray, max_evals=None, iters: in
         if not np.all(np.isfinite(J[rows])):
             break
         # a variable on a side of the box that the step would push out is held there,
-        # and the step solved again without it (clipping it would spoil the step)
+        # and the step solved again without it (clipping it would spoil the step: G22's
+        # x10 on its bound 300 took the whole least-norm step of x5 + 1e5 x10 = 3.3e7);
+        # columns in box units
         movable = free.copy()
         for _ in range(3):
-            A = np.where(movable[None], J[rows], 0.0)
-            dx = -np.linalg.lstsq(A, r[rows], rcond=None)[0]
+            A = np.where(movable[None], J[rows], 0.0) * w
+            dx = -w * np.linalg.lstsq(A, r[rows], rcond=None)[0]
             out = movable & (((x <= lo) & (dx < 0)) | ((x >= hi) & (dx > 0)))
             if not out.any():
                 break
             movable &= ~out
+        dx = np.where(movable, dx, 0.0)
         t, moved = 1.0, False
         for _ in range(5):  # halve the step until the violation falls
             xn = np.clip(x + t * dx, lo, hi)
