@@ -67,9 +67,14 @@ def _key(problem, f: float, V: np.ndarray):
     return (cv, math.inf if math.isnan(fmin) else fmin)
 
 
+#: Box widths spanning more than this ratio: the polish tries SLSQP in scaled form first.
+SCALED_FIRST = 1e6
+
+
 def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, deadline=None):
     """SLSQP from ``start`` (strict margin 0, then 1e-9, then 1e-6 if it ends a hair
-    outside; in scaled form, then as given if it still ends infeasible; an infeasible
+    outside; as given, then in scaled form if it still ends infeasible, the other way
+    round where the box's widths span more than :data:`SCALED_FIRST`; an infeasible
     ``start`` first projected onto its violated constraints by
     :func:`._newton.restore`, as is an SLSQP end a hair outside); the result replaces
     ``best`` if feasible and better.  Each float64 check of a candidate counts one
@@ -86,11 +91,25 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
     start, used = restore(problem, start, pvec,
                           None if max_evals is None else max(0, max_evals - nfev - 20))
     nfev += used
-    # SLSQP in scaled form first (genes in box units, rows by gradient norm: G22's genes
-    # of 1 and 1e7 need it, and the polish's share of the budget is ~300 evaluations);
-    # where it ends infeasible at every margin, SLSQP on the problem as given
-    for scaled, margin in [(s, m) for s in (True, False) for m in (0.0, 1e-9, 1e-6)]:
+    # Two forms of SLSQP: on the problem as given, and in scaled form (genes in box
+    # units, rows by gradient norm); the second runs where the first ends infeasible at
+    # every margin.  Where the box's widths span more than SCALED_FIRST (G22: genes of 1
+    # and 4e7), the scaled form goes first: unscaled SLSQP spent G22's whole polish
+    # budget (~300 evaluations) in 200 iterations without reaching the feasible set.
+    # Elsewhere the form as given goes first (the scaled form first moved RC03's polish
+    # to another point, from which its face moves no longer reach the optimum), and may
+    # spend half of what is left of the budget, so that the scaled form keeps its share.
+    width = problem.upper - problem.lower
+    width = width[np.isfinite(width) & (width > 0)]
+    scaled_first = width.size > 0 and width.max() > SCALED_FIRST * width.min()
+    order = (True, False) if scaled_first else (False, True)
+    reserve = None if max_evals is None else (max_evals - nfev) // 2
+    for scaled, margin in [(s, m) for s in order for m in (0.0, 1e-9, 1e-6)]:
         budget = None if max_evals is None else max_evals - nfev - 1  # 1: the check
+        if budget is not None and not scaled_first and not scaled:
+            budget -= reserve
+            if budget < 10:  # leave it to the scaled form
+                continue
         if budget is not None and budget < 10:
             return best, f_best, V_best, nfev, True
         if deadline is not None and time.perf_counter() >= deadline:

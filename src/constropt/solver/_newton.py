@@ -180,7 +180,7 @@ def restore(problem, x0: np.ndarray, pvec: np.ndarray, max_evals=None, iters: in
     first gives it a feasible start.  Returns ``(x (N,), used)``: ``x`` the least
     violating point met (``x0`` when nothing helped), ``used`` the evaluations spent.
     """
-    from ._polish import SPAN, conjunctive_leaves
+    from ._polish import conjunctive_leaves
 
     free = ~problem.integer
     L = len(problem.leaves)
@@ -216,8 +216,6 @@ def restore(problem, x0: np.ndarray, pvec: np.ndarray, max_evals=None, iters: in
 
     used = 0
     x = np.clip(np.asarray(x0, dtype=np.float64), lo, hi)
-    # least-norm steps in box units (genes of 1e7 and 1), as the polish's (SPAN)
-    w = np.where(hi > lo, np.minimum(hi - lo, SPAN * np.maximum(np.abs(x), 1.0)), 1.0)
     r, rows, v = residual(x)
     used += 1
     for _ in range(iters):
@@ -231,12 +229,11 @@ def restore(problem, x0: np.ndarray, pvec: np.ndarray, max_evals=None, iters: in
             break
         # a variable on a side of the box that the step would push out is held there,
         # and the step solved again without it (clipping it would spoil the step: G22's
-        # x10 on its bound 300 took the whole least-norm step of x5 + 1e5 x10 = 3.3e7);
-        # columns in box units
+        # x10 on its bound 300 took the whole least-norm step of x5 + 1e5 x10 = 3.3e7)
         movable = free.copy()
         for _ in range(3):
-            A = np.where(movable[None], J[rows], 0.0) * w
-            dx = -w * np.linalg.lstsq(A, r[rows], rcond=None)[0]
+            A = np.where(movable[None], J[rows], 0.0)
+            dx = -np.linalg.lstsq(A, r[rows], rcond=None)[0]
             out = movable & (((x <= lo) & (dx < 0)) | ((x >= hi) & (dx > 0)))
             if not out.any():
                 break
