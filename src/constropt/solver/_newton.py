@@ -168,12 +168,12 @@ HOLD = 1e-8
 
 
 def restore(problem, x0: np.ndarray, pvec: np.ndarray, max_evals=None, iters: int = 30):
-    """Feasibility restoration of one point: least-norm Gauss-Newton steps (norm in
-    units of the box width) on the violated constraints (equalities outside their band
-    ``|h| <= eq_tol``, aimed at its edge; conjunctive inequalities above 0, aimed
-    :data:`INSIDE` below it), with the exact Jacobian; integer genes held fixed, genes
-    on a side of the box the step would cross held there, steps clipped to the box and
-    halved until the total violation falls.
+    """Feasibility restoration of one point: least-norm Gauss-Newton steps on the
+    violated constraints (equalities outside their band ``|h| <= eq_tol``, aimed at its
+    edge; conjunctive inequalities above 0, aimed :data:`INSIDE` below it; inequalities
+    within :data:`HOLD` of their boundary held there), with the exact Jacobian; integer
+    genes held fixed, genes on a side of the box the step would cross held there, steps
+    clipped to the box and halved until the total violation falls.
 
     SLSQP started from a point off a curved equality manifold (six trigonometric
     equalities, say) can stall at a violation of 1e-3; a projection onto the manifold
