@@ -25,7 +25,7 @@ from ..lowering._xp import ops
 from ._constraints import AllOf, Leaf
 
 __all__ = ["InfeasibilityProof", "FbbtResult", "propagate", "required_leaves",
-           "prove_infeasible"]
+           "prove_infeasible", "problem_model"]
 
 #: Sweeps of forward-backward propagation at most (it stops earlier once the box is
 #: stable to a relative 1e-9 of its width).
@@ -82,6 +82,22 @@ def required_leaves(constraints) -> tuple[list, list]:
             out.extend(mine)
             used.append(c.relation)
     return out, used
+
+
+def problem_model(problem, *, gradient: bool = False):
+    """The interval model of ``problem``'s objective (minimized sense) and its required
+    constraint leaves (:func:`required_leaves`), with the Lagrangian's gradient when
+    ``gradient``; built once per problem and kind and kept on the problem (the integer
+    search's screen and the certificate share it)."""
+    from ..lowering._interval_model import IntervalModel
+
+    cache = problem.__dict__.setdefault("_interval_models", {})
+    key = "gradient" if gradient else "plain"
+    if key not in cache:
+        leaves, _ = required_leaves(problem._constraints)
+        objective = -problem.objective if problem.maximize else problem.objective
+        cache[key] = IntervalModel(objective, leaves, problem.layout, gradient=gradient)
+    return cache[key]
 
 
 def _model(objective_free_leaves, layout):

@@ -149,8 +149,7 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
     """
     import torch
 
-    from ..lowering._interval_model import IntervalModel
-    from ..problem._fbbt import required_leaves
+    from ..problem._fbbt import problem_model
     from ._certify_bounds import _light, bound_boxes
     from ._certify_exclusion import exclusion_box, second_order_bound
     from ._certify_nodes import contract_nodes
@@ -166,9 +165,8 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
         batch = 16384 if dev.type == "cuda" else 1024
     sign = -1.0 if problem.maximize else 1.0
     U = sign * incumbent if incumbent is not None and math.isfinite(incumbent) else math.inf
-    objective = -problem.objective if problem.maximize else problem.objective
-    leaves, _ = required_leaves(problem._constraints)
-    model = _model_cache(problem, objective, leaves, IntervalModel)
+    model = problem_model(problem, gradient=True)
+    leaves = model.leaves
     lam = np.zeros(len(leaves))
     if x is not None and math.isfinite(U) and model.lagrangian is not None \
             and _light(model):
@@ -368,12 +366,3 @@ def _bisect(lo, hi, score, integer):
     s2 = score.clone()
     s2[dim, cols] = score[dim, cols] / 2
     return torch.cat([lo, rlo], 1), torch.cat([lhi, hi], 1), torch.cat([s2, s2], 1)
-
-
-def _model_cache(problem, objective, leaves, IntervalModel):
-    cache = problem.__dict__.setdefault("_interval_models", {})
-    key = "certify"
-    if key not in cache:
-        cache[key] = IntervalModel(objective, leaves, problem.layout, gradient=True)
-    return cache[key]
-

@@ -175,16 +175,10 @@ def _screen(problem, ints: np.ndarray, cands: np.ndarray, f_best: float, pvec):
     the constraints (``|h| <= eq_tol``) and ``f <= f_best``.  Rigorous: +inf where the box
     provably holds no feasible point at least as good as ``f_best``.  Returns an array
     (K,), or None when the problem has no interval model."""
-    from ..lowering._interval_model import IntervalModel
-    from ..problem._fbbt import required_leaves
+    from ..problem._fbbt import problem_model
 
     try:
-        cache = problem.__dict__.setdefault("_interval_models", {})
-        if "intsearch" not in cache:
-            leaves, _ = required_leaves(problem._constraints)
-            objective = -problem.objective if problem.maximize else problem.objective
-            cache["intsearch"] = IntervalModel(objective, leaves, problem.layout)
-        model = cache["intsearch"]
+        model = problem_model(problem)
         K = cands.shape[0]
         lo = np.repeat(np.asarray(problem.lower, dtype=np.float64).reshape(-1, 1), K, 1)
         hi = np.repeat(np.asarray(problem.upper, dtype=np.float64).reshape(-1, 1), K, 1)
