@@ -312,26 +312,28 @@ def main(argv=None) -> str:
             verdict[(name, label)] = (statistics.median(r.seconds for r in runs), sum(ok))
             print(row, file=sys.stderr, flush=True)
 
-    with Quiet(args.wait_quiet) as qf:
-        fp = fresh_process(args.fresh)
-    med = {k: statistics.median(v[0]) for k, v in fp.items()}
-    rows.append(f"| blog_example3, whole process | constropt (defaults) | "
-                f"{med['constropt']:.3g} | - | - | - | "
-                f"{sum(ok for _, ok in fp['constropt'][2])}/{args.fresh} success | "
-                f"{fmt_load(qf.load)} |")
-    rows.append(f"| blog_example3, whole process | scipy DE (vectorized, polish) | "
-                f"{med['scipy']:.3g} | - | - | - | "
-                f"{sum(ok for _, ok in fp['scipy'][2])}/{args.fresh} success | "
-                f"{fmt_load(qf.load)} |")
-    fresh = (f"Whole process (new interpreter: imports, declaring blog example 3 in sympy, "
-             f"solve with defaults, seed 0), {args.fresh} runs each, constropt and scipy DE "
-             f"interleaved: constropt wall {', '.join(f'{w:.2f}' for w in fp['constropt'][0])}"
-             f" s (median {med['constropt']:.2f} s; inside the script "
-             f"{statistics.median(fp['constropt'][1]):.2f} s), scipy DE wall "
-             f"{', '.join(f'{w:.2f}' for w in fp['scipy'][0])} s (median {med['scipy']:.2f} s):"
-             f" constropt at {med['constropt'] / med['scipy']:.2f}x scipy's wall time; "
-             f"constropt f = {fp['constropt'][2][0][0]:.10f}, scipy f = "
-             f"{fp['scipy'][2][0][0]:.10f}; other load {fmt_load(qf.load)}.")
+    fresh = "Whole process: not measured (--fresh 0)."
+    if args.fresh > 0:
+        with Quiet(args.wait_quiet) as qf:
+            fp = fresh_process(args.fresh)
+        med = {k: statistics.median(v[0]) for k, v in fp.items()}
+        rows.append(f"| blog_example3, whole process | constropt (defaults) | "
+                    f"{med['constropt']:.3g} | - | - | - | "
+                    f"{sum(ok for _, ok in fp['constropt'][2])}/{args.fresh} success | "
+                    f"{fmt_load(qf.load)} |")
+        rows.append(f"| blog_example3, whole process | scipy DE (vectorized, polish) | "
+                    f"{med['scipy']:.3g} | - | - | - | "
+                    f"{sum(ok for _, ok in fp['scipy'][2])}/{args.fresh} success | "
+                    f"{fmt_load(qf.load)} |")
+        fresh = (f"Whole process (new interpreter: imports, declaring blog example 3 in sympy, "
+                 f"solve with defaults, seed 0), {args.fresh} runs each, constropt and scipy DE "
+                 f"interleaved: constropt wall {', '.join(f'{w:.2f}' for w in fp['constropt'][0])}"
+                 f" s (median {med['constropt']:.2f} s; inside the script "
+                 f"{statistics.median(fp['constropt'][1]):.2f} s), scipy DE wall "
+                 f"{', '.join(f'{w:.2f}' for w in fp['scipy'][0])} s (median {med['scipy']:.2f} s):"
+                 f" constropt at {med['constropt'] / med['scipy']:.2f}x scipy's wall time; "
+                 f"constropt f = {fp['constropt'][2][0][0]:.10f}, scipy f = "
+                 f"{fp['scipy'][2][0][0]:.10f}; other load {fmt_load(qf.load)}.")
     comp = []
     for name in args.problems.split(","):
         c = verdict[(name, solvers[0][0])]
