@@ -249,17 +249,36 @@ def integer_search(problem, best, f_best, V_best, pvec, max_evals, nfev, deadlin
         evaluations spent in all, and whether the budget or the deadline stopped it.
     """
     ints = np.flatnonzero(problem.integer)
-    if ints.size == 0 or not np.all(V_best == 0) or not np.isfinite(f_best):
+    if ints.size == 0:
         return best, f_best, V_best, nfev, False
-    lo = np.ceil(problem.lower[ints] - 1e-9)
-    hi = np.floor(problem.upper[ints] + 1e-9)
     values = _values(problem, ints)
-    if all(v is not None for v in values) and \
-            math.prod(v.size for v in values) <= SCREEN_ENUMERATE:
-        out = _best_first(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline,
-                          ints, values)
+    screened = all(v is not None for v in values) and \
+        math.prod(v.size for v in values) <= SCREEN_ENUMERATE
+    if np.all(V_best == 0) and np.isfinite(f_best):
+        if screened:
+            out = _best_first(problem, best, f_best, V_best, pvec, max_evals, nfev,
+                              deadline, ints, values)
+            if out is not None:
+                return out
+        best, f_best, V_best, nfev, stop = _local(problem, best, f_best, V_best, pvec,
+                                                  max_evals, nfev, deadline, ints, values)
+        if stop:
+            return best, f_best, V_best, nfev, True
+    if not screened:  # too many assignments to screen: branch-and-bound (._intbnb)
+        from ._intbnb import branch_and_bound
+
+        out = branch_and_bound(problem, best, f_best, V_best, pvec, max_evals, nfev,
+                               deadline)
         if out is not None:
             return out
+    return best, f_best, V_best, nfev, False
+
+
+def _local(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline, ints, values):
+    """Rounds of first-improvement single and pair moves (:func:`_moves`) from a
+    feasible ``best``; same returns as :func:`integer_search`."""
+    lo = np.ceil(problem.lower[ints] - 1e-9)
+    hi = np.floor(problem.upper[ints] + 1e-9)
     sign = -1.0 if problem.maximize else 1.0
     seen = {tuple(np.round(best[ints]))}
     tries = 0
