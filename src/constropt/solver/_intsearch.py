@@ -27,7 +27,8 @@ local optimum two or three genes away.
 
 A move is kept when the polished point is feasible (float64 check) and better; the
 search repeats from a kept point (first improvement) until a round keeps nothing, or
-the evaluation budget or the deadline is spent.
+the evaluation budget or the deadline is spent.  Where the screen does not apply, the
+interval branch-and-bound of :mod:`._intbnb` follows (from an infeasible point too).
 
 :func:`bound_flips` does the same for continuous genes that end on a side of the box:
 each moves to the opposite side, alone, in pairs, and with one other continuous gene
@@ -228,7 +229,8 @@ def _best_first(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline, 
 def integer_search(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=None):
     """Move the integer genes of ``best`` (n,) and polish the rest; keep improvements.
 
-    Only a feasible ``best`` is moved (an infeasible one is the polish's business).
+    Moves and the screen start only from a feasible ``best``; where the screen does not
+    apply, :func:`._intbnb.branch_and_bound` follows, from an infeasible ``best`` too.
 
     Parameters
     ----------
@@ -266,7 +268,6 @@ def integer_search(problem, best, f_best, V_best, pvec, max_evals, nfev, deadlin
             return best, f_best, V_best, nfev, True
     if not screened:  # too many assignments to screen: branch-and-bound (._intbnb)
         from ._intbnb import branch_and_bound
-
         out = branch_and_bound(problem, best, f_best, V_best, pvec, max_evals, nfev,
                                deadline)
         if out is not None:
