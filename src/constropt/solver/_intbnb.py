@@ -126,7 +126,7 @@ def _refine(problem, model, lo, hi, U, pvec, ints, cont, width):
     return out_lo, out_hi, out_lb, np.arange(K), used
 
 
-def branch_and_bound(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=None):
+def branch_and_bound(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline, polish):
     """Best-first interval branch-and-bound over the integer genes' box, polishing the
     leaves; keeps a feasible point better than ``best`` (any feasible one when ``best``
     is infeasible).
@@ -141,8 +141,12 @@ def branch_and_bound(problem, best, f_best, V_best, pvec, max_evals, nfev, deadl
     pvec : ndarray, shape (n_params,)
     max_evals : int or None
         The run's budget, of which ``nfev`` are spent.
-    deadline : float, optional
+    deadline : float or None
         A ``time.perf_counter()`` value.
+    polish : callable
+        ``polish(problem, start, pvec, max_evals, nfev, deadline) -> (x, f, V, nfev,
+        timed_out)``: the integer search's polish of one assignment
+        (:func:`._intsearch._try`), continuous genes from ``start`` (n,).
 
     Returns
     -------
@@ -152,7 +156,6 @@ def branch_and_bound(problem, best, f_best, V_best, pvec, max_evals, nfev, deadl
         integer range is not finite.
     """
     from ..problem._fbbt import problem_model
-    from ._intsearch import _try
 
     ints = np.flatnonzero(problem.integer)
     lo0 = np.asarray(problem.lower, dtype=np.float64).copy()
@@ -209,7 +212,7 @@ def branch_and_bound(problem, best, f_best, V_best, pvec, max_evals, nfev, deadl
             leaves += 1
             start = np.clip(best, lo_k, hi_k)
             start[ints] = lo_k[ints]
-            x, f, V, nfev, timed_out = _try(problem, start, pvec, max_evals, nfev, deadline)
+            x, f, V, nfev, timed_out = polish(problem, start, pvec, max_evals, nfev, deadline)
             if np.all(V == 0) and np.isfinite(f) and sign * f < U:
                 best, f_best, V_best, U = x, f, V, sign * f
             if timed_out:

@@ -269,7 +269,7 @@ def integer_search(problem, best, f_best, V_best, pvec, max_evals, nfev, deadlin
     if not screened:  # too many assignments to screen: branch-and-bound (._intbnb)
         from ._intbnb import branch_and_bound
         out = branch_and_bound(problem, best, f_best, V_best, pvec, max_evals, nfev,
-                               deadline)
+                               deadline, _try)
         if out is not None:
             return out
     return best, f_best, V_best, nfev, False
