@@ -15,17 +15,30 @@ range.  Each node is contracted by forward-backward interval propagation
 and on ``f <= f_best``, integer bounds rounded inward; a node that empties, or whose
 objective's lower bound is not below the incumbent, holds no better feasible point and
 is dropped (rigorous, as in the screen).  The others are split on their widest integer
-gene at an integer midpoint.  A node whose integer genes are all fixed is a leaf: its
-continuous genes are polished from the best point (clipped into the leaf's box) as in
-the integer search, leaves in the order of their lower bounds, best first; a feasible
-polished point better than the incumbent becomes the incumbent and tightens the cut.
+gene at an integer midpoint.  A node whose integer genes are all fixed is a leaf.  A
+leaf is first tightened (:func:`_refine`: its continuous genes bisected
+:data:`REFINE` times, every piece contracted, the hull of the surviving pieces and their
+least bound kept), since one contraction bounds the objective loosely where it couples
+continuous genes (the pressure vessel keeps 197 of its 9,408 assignments after one
+contraction and none after the tightening, optimum in hand).  A leaf that still beats
+the incumbent has its continuous genes polished from the best point (clipped into the
+leaf's box) as in the integer search, leaves in the order of their lower bounds, best
+first; a feasible polished point better than the incumbent becomes the incumbent and
+tightens the cut.
+
+When it runs: :func:`._intsearch.integer_search` calls it where the flat screen does
+not apply (some integer gene has more than :data:`._intsearch.LINE_VALUES` values and no
+allowed set of its own, or there are more than ``SCREEN_ENUMERATE`` assignments); it
+returns None (nothing done) where an integer range is infinite or a construct has no
+inclusion function.  In the benchmark collection: nvs01, nvs21, st_e38, gear_train and
+pressure_vessel.
 
 It runs after the local moves and keeps a point only when it is feasible and better,
 so it never makes a result worse; from an infeasible best point (the polish holds the
 integer genes fixed, so an infeasible assignment stays infeasible) any feasible leaf
-is better.  Bounded by :data:`NODE_LIMIT` contracted nodes, :data:`LEAF_LIMIT` polished
-leaves, the evaluation budget and the deadline.  Interval work is not counted as
-evaluations (as in the screen); polishes are.
+is better.  Bounded by :data:`NODE_LIMIT` contracted boxes (leaf pieces included),
+:data:`LEAF_LIMIT` polished leaves, the evaluation budget and the deadline.  Interval
+work is not counted as evaluations (as in the screen); polishes are.
 """
 
 from __future__ import annotations
@@ -36,9 +49,9 @@ import time
 
 import numpy as np
 
-__all__ = ["branch_and_bound", "NODE_LIMIT", "LEAF_LIMIT", "BATCH"]
+__all__ = ["branch_and_bound", "NODE_LIMIT", "LEAF_LIMIT", "BATCH", "REFINE", "REFINE_WIDTH"]
 
-#: Nodes contracted at most (each split contracts two).
+#: Boxes contracted at most (each split contracts two; leaf pieces count too).
 NODE_LIMIT = 4000
 #: Leaves polished at most.
 LEAF_LIMIT = 64
