@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 import pytest
+import sympy as sp
 
 import constropt
 from constropt import benchmarks
@@ -155,3 +156,61 @@ def test_hs044_best_vertex_with_defaults(seed):
     res = constropt.solve(bench.problem(), seed=seed)
     assert res.feasible
     assert res.fun == pytest.approx(-15.0, abs=1e-6)
+
+
+def _band_problem():
+    # two integers in [0, 120] (14,641 assignments, past the flat screen's 4,096) and a
+    # continuous x tied to them by an equality; i + j in 21..25 is infeasible.  From
+    # (10, 10) every single and pair move is infeasible or worse; the optimum (15, 15),
+    # x = 100/30, lies five steps in each gene past the band
+    i, j = sp.symbols("i j", integer=True)
+    x = sp.Symbol("x", real=True)
+    cons = [sp.Eq(x * (i + j), 100), (i + j - 20) * (i + j - 26) >= 0]
+    bounds = {i: (0, 120), j: (0, 120), x: (0, 10)}
+    return constropt.Problem((i - 15) ** 2 + (j - 15) ** 2 + x, cons, bounds=bounds)
+
+
+BAND_F_STAR = 100 / 30  # (15, 15): 0 + 100/30; next best (16, 15): 1 + 100/31
+
+
+@pytest.mark.parametrize("start", [(10, 10, 5.0), (12, 10, 100 / 22)],
+                         ids=["feasible-local-optimum", "infeasible"])
+def test_branch_and_bound_reaches_integer_optimum_past_infeasible_band(start):
+    problem = _band_problem()
+    pvec = problem.parameter_vector(None)
+    x0 = np.array(start, dtype=float)
+    f0, V0 = check_point(problem, x0, pvec)
+    assert np.all(V0 == 0) == (start[0] + start[1] == 20)
+    xb, f, V, nfev, stop = integer_search(problem, x0, f0, V0, pvec, 500_000, 0)
+    assert not stop and np.all(V == 0)
+    assert xb[:2].tolist() == [15, 15]
+    # the default eq_tol 1e-4 on x * 30 = 100 lets x (and f) go 3.3e-6 below 10/3
+    assert f == pytest.approx(BAND_F_STAR, abs=1e-5)
+    assert 0 < nfev <= 5_000
+
+
+def test_branch_and_bound_keeps_the_optimum_and_stops_within_budget():
+    problem = _band_problem()
+    pvec = problem.parameter_vector(None)
+    x0 = np.array([15, 15, 100 / 30])
+    f0, V0 = check_point(problem, x0, pvec)
+    xb, f, V, nfev, stop = integer_search(problem, x0, f0, V0, pvec, 500_000, 0)
+    assert not stop and xb.tolist() == x0.tolist() and f == f0
+    # from an infeasible point only the branch-and-bound runs: its polishes keep to
+    # the budget
+    x1 = np.array([12, 10, 100 / 22])
+    f1, V1 = check_point(problem, x1, pvec)
+    for budget in (10, 30, 60):
+        xb, f, V, nfev, stop = integer_search(problem, x1, f1, V1, pvec, budget, 0)
+        assert nfev <= budget
+        assert stop or (np.all(V == 0) and f == pytest.approx(BAND_F_STAR, abs=1e-5))
+
+
+def test_solve_defaults_on_nvs01():
+    # the search ends at (19, 8), (30, 6) (infeasible) and others; the optimum (23, 7)
+    # lies past the infeasible (20..22, 7) in a box of 40,000 assignments
+    bench = benchmarks.get("nvs01")
+    res = constropt.solve(bench.problem(), seed=0, max_evals=500_000)
+    assert res.feasible
+    assert [res.x_array[0], res.x_array[1]] == [23, 7]
+    assert res.fun == pytest.approx(bench.f_star, abs=1e-6)

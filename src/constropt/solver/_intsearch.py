@@ -27,7 +27,8 @@ local optimum two or three genes away.
 
 A move is kept when the polished point is feasible (float64 check) and better; the
 search repeats from a kept point (first improvement) until a round keeps nothing, or
-the evaluation budget or the deadline is spent.
+the evaluation budget or the deadline is spent.  Where the screen does not apply, the
+interval branch-and-bound of :mod:`._intbnb` follows (from an infeasible point too).
 
 :func:`bound_flips` does the same for continuous genes that end on a side of the box:
 each moves to the opposite side, alone, in pairs, and with one other continuous gene
@@ -228,7 +229,8 @@ def _best_first(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline, 
 def integer_search(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=None):
     """Move the integer genes of ``best`` (n,) and polish the rest; keep improvements.
 
-    Only a feasible ``best`` is moved (an infeasible one is the polish's business).
+    Moves and the screen start only from a feasible ``best``; where the screen does not
+    apply, :func:`._intbnb.branch_and_bound` follows, from an infeasible ``best`` too.
 
     Parameters
     ----------
@@ -249,17 +251,35 @@ def integer_search(problem, best, f_best, V_best, pvec, max_evals, nfev, deadlin
         evaluations spent in all, and whether the budget or the deadline stopped it.
     """
     ints = np.flatnonzero(problem.integer)
-    if ints.size == 0 or not np.all(V_best == 0) or not np.isfinite(f_best):
+    if ints.size == 0:
         return best, f_best, V_best, nfev, False
-    lo = np.ceil(problem.lower[ints] - 1e-9)
-    hi = np.floor(problem.upper[ints] + 1e-9)
     values = _values(problem, ints)
-    if all(v is not None for v in values) and \
-            math.prod(v.size for v in values) <= SCREEN_ENUMERATE:
-        out = _best_first(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline,
-                          ints, values)
+    screened = all(v is not None for v in values) and \
+        math.prod(v.size for v in values) <= SCREEN_ENUMERATE
+    if np.all(V_best == 0) and np.isfinite(f_best):
+        if screened:
+            out = _best_first(problem, best, f_best, V_best, pvec, max_evals, nfev,
+                              deadline, ints, values)
+            if out is not None:
+                return out
+        best, f_best, V_best, nfev, stop = _local(problem, best, f_best, V_best, pvec,
+                                                  max_evals, nfev, deadline, ints, values)
+        if stop:
+            return best, f_best, V_best, nfev, True
+    if not screened:  # too many assignments to screen: branch-and-bound (._intbnb)
+        from ._intbnb import branch_and_bound
+        out = branch_and_bound(problem, best, f_best, V_best, pvec, max_evals, nfev,
+                               deadline, _try)
         if out is not None:
             return out
+    return best, f_best, V_best, nfev, False
+
+
+def _local(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline, ints, values):
+    """Rounds of first-improvement single and pair moves (:func:`_moves`) from a
+    feasible ``best``; same returns as :func:`integer_search`."""
+    lo = np.ceil(problem.lower[ints] - 1e-9)
+    hi = np.floor(problem.upper[ints] + 1e-9)
     sign = -1.0 if problem.maximize else 1.0
     seen = {tuple(np.round(best[ints]))}
     tries = 0
