@@ -140,7 +140,8 @@ def _live_values(problem, x: np.ndarray, pvec, dead: np.ndarray):
         for i, j in enumerate(dead):
             s = share[j, i * GRID:(i + 1) * GRID]
             live = np.flatnonzero(np.isfinite(s) & (s >= ALIVE))
-            if live.size == 0:
+            if live.size == 0:  # nothing to refine (a refined gene keeps its value)
+                a[i] = b[i] = x[j] if level == 0 else a[i]
                 continue
             k = live[np.argmin(np.abs(grid[i, live] - x[j]))]
             out[i] = grid[i, k]
