@@ -26,9 +26,10 @@ at a feasible best point:
    reach :data:`ALIVE` of a row's largest;
 3. two starts: every dead gene at its live value, and every dead gene at the median of
    the live continuous genes (where the genes share a scale, as HS111's do); each is
-   projected onto the constraints (:func:`._newton.restore`) and polished
-   (:func:`._finish.polish_from`), and the result is kept only when it is feasible and
-   better; from a kept point the trigger is tested again (at most :data:`ROUNDS` times).
+   projected onto the constraints (:func:`._newton.restore`) and polished as the
+   bound flips' moves are (:func:`._intsearch._try`: SLSQP at margin 0, then 1e-9),
+   and the result is kept only when it is feasible and better; from a kept point the
+   trigger is tested again (at most :data:`ROUNDS` times).
 
 A gene whose partial derivatives are exactly 0 everywhere (absent from the problem, or
 an ``exp`` underflowed to 0 below about -745) is never dead: nothing here measures it.
@@ -160,7 +161,8 @@ def revive(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=None):
     """Send the dead genes of a feasible ``best`` (n,) to live values, project, polish;
     keep a feasible better point (module docstring).  Same parameters and returns as
     :func:`._intsearch.bound_flips`: ``(x, f, V, nfev, stop)``."""
-    from ._finish import polish_from
+    from ._intsearch import _try
+    from ._newton import restore
 
     if not np.all(V_best == 0) or not np.isfinite(f_best):
         return best, f_best, V_best, nfev, False
@@ -191,11 +193,17 @@ def revive(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=None):
             starts.append(s)
         before = f_best
         for start in starts:
-            if deadline is not None and time.perf_counter() >= deadline:
+            if (max_evals is not None and max_evals - nfev < 40) or \
+                    (deadline is not None and time.perf_counter() >= deadline):
                 return best, f_best, V_best, nfev, True
-            best, f_best, V_best, nfev, stop = polish_from(
-                problem, start, pvec, best, f_best, V_best, max_evals, nfev, deadline)
-            if stop:
+            # the revived genes add to the constraints: project first, then polish
+            start, used = restore(problem, start, pvec,
+                                  None if max_evals is None else max_evals - nfev - 20)
+            nfev += used
+            x, f, V, nfev, timed_out = _try(problem, start, pvec, max_evals, nfev, deadline)
+            if np.all(V == 0) and sign * f < sign * f_best:
+                best, f_best, V_best = x, f, V
+            if timed_out:
                 return best, f_best, V_best, nfev, True
         if not sign * f_best < sign * before:
             break
