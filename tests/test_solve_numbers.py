@@ -169,12 +169,24 @@ def test_nfev_counts_every_evaluation(monkeypatch):
 
     counted["faces"] = 0
     monkeypatch.setattr(_intsearch, "_partner_moves", counting_partners)
+    from constropt.solver import _deadgenes
+
+    shares = _deadgenes._shares
+
+    def counting_shares(*args, **kwargs):  # the derivatives of the dead-gene test
+        out, used = shares(*args, **kwargs)
+        counted["dead"] += used
+        return out, used
+
+    counted["dead"] = 0
+    monkeypatch.setattr(_deadgenes, "_shares", counting_shares)
     res = constropt.solve(F3, C3, bounds=B3, seed=0, restarts=0, progress=False)
     assert res.success
     # search evaluations + float64 checks + unboundedness probe + polish + restoration
-    # + the face probe of the bound flips
+    # + the face probe of the bound flips + the dead-gene test
     assert res.nfev == res.history.nfev[-1] + counted["numpy"] + counted["polish"] + \
-        counted["restore"] + counted["faces"]
+        counted["restore"] + counted["faces"] + counted["dead"]
+    assert counted["dead"] == 1  # one derivative evaluation: no gene is dead here
     assert counted["numpy"] > 1
 
 

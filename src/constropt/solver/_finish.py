@@ -146,12 +146,14 @@ def polish_stage(problem, pop, best, f_best, V_best, pvec, max_evals, nfev,
                  starts: int = 3, deadline=None):
     """SLSQP from the best point and from other distinct good points of the last
     population ``pop`` (N, S); keep the best feasible result.  Then the neighbourhood
-    searches of :mod:`._intsearch` from the result: integer moves, bound flips.
+    searches of :mod:`._intsearch` from the result: integer moves, bound flips; last,
+    the revival of dead genes (:mod:`._deadgenes`).
 
     Returns ``(x, f, V, nfev, stopped)``: ``stopped`` is None, ``Status.TIME_LIMIT``
     when the deadline cut the polish short, or ``Status.INTERRUPTED`` after Ctrl-C (the
     best point so far is kept; a second Ctrl-C propagates).
     """
+    from ._deadgenes import revive
     from ._intsearch import bound_flips, integer_search
 
     try:
@@ -161,8 +163,9 @@ def polish_stage(problem, pop, best, f_best, V_best, pvec, max_evals, nfev,
             if stop:
                 timed_out = deadline is not None and time.perf_counter() >= deadline
                 return best, f_best, V_best, nfev, Status.TIME_LIMIT if timed_out else None
-        # the polish holds integers fixed and cannot leave a side of the box: move them
-        for search in (integer_search, bound_flips):
+        # the polish holds integers fixed and cannot leave a side of the box: move them;
+        # nor can it move a gene the problem no longer sees (exp(x) at x = -70): revive it
+        for search in (integer_search, bound_flips, revive):
             best, f_best, V_best, nfev, stop = search(
                 problem, best, f_best, V_best, pvec, max_evals, nfev, deadline)
             if stop:
