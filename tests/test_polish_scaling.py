@@ -55,3 +55,33 @@ def test_restore_moves_the_free_gene_when_the_heavy_one_sits_on_its_bound():
     assert xr[1] == 300.0
     # restore aims at the edge of the band |h| <= 1e-4 (99.9% of it)
     assert xr[0] == pytest.approx(3e6, abs=1e-4)
+
+
+def test_moves_polish_in_scaled_form_where_the_box_widths_span_far(monkeypatch):
+    # the moves after the polish (bound flips, integer moves) use the same form as the
+    # polish: unscaled, each of G22's 37 bound flips ran SLSQP to its iteration limit
+    import constropt.solver._polish as polish_mod
+    from constropt.solver._intsearch import _try
+    from constropt.solver._polish import wide_spread
+
+    seen = []
+    real = polish_mod.polish
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("scaled", False))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(polish_mod, "polish", spy)
+    g22 = get("G22").problem()
+    assert wide_spread(g22)
+    x0 = np.array(G22_SEARCH_END)
+    _try(g22, x0, g22.parameter_vector(None), 2_000, 0, None)
+    assert seen and all(seen)
+
+    x, y = sp.symbols("x y")
+    narrow = constropt.Problem(x**2 + y**2, [x + y >= 1], variables=[x, y],
+                               bounds={x: (-5, 5), y: (-5, 5)})
+    assert not wide_spread(narrow)
+    seen.clear()
+    _try(narrow, np.array([1.0, 1.0]), narrow.parameter_vector(None), 2_000, 0, None)
+    assert seen and not any(seen)

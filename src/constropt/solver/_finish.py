@@ -67,14 +67,10 @@ def _key(problem, f: float, V: np.ndarray):
     return (cv, math.inf if math.isnan(fmin) else fmin)
 
 
-#: Box widths spanning more than this ratio: the polish tries SLSQP in scaled form first.
-SCALED_FIRST = 1e6
-
-
 def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, deadline=None):
     """SLSQP from ``start`` (strict margin 0, then 1e-9, then 1e-6 if it ends a hair
     outside; as given, then in scaled form if it still ends infeasible, the other way
-    round where the box's widths span more than :data:`SCALED_FIRST`; an infeasible
+    round where the box's widths span more than :data:`._polish.SCALED_FIRST`; an infeasible
     ``start`` first projected onto its violated constraints by
     :func:`._newton.restore`, as is an SLSQP end a hair outside); the result replaces
     ``best`` if feasible and better.  Each float64 check of a candidate counts one
@@ -85,7 +81,7 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
     whose ``state`` is ``(x, f, V, nfev)`` with the polish's last point taken if better.
     """
     from ._newton import restore
-    from ._polish import PolishInterrupted, polish
+    from ._polish import PolishInterrupted, polish, wide_spread
 
     # an infeasible start is first projected onto the violated constraints (Newton)
     start, used = restore(problem, start, pvec,
@@ -99,9 +95,7 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
     # Elsewhere the form as given goes first (the scaled form first moved RC03's polish
     # to another point, from which its face moves no longer reach the optimum), and may
     # spend half of what is left of the budget, so that the scaled form keeps its share.
-    width = problem.upper - problem.lower
-    width = width[np.isfinite(width) & (width > 0)]
-    scaled_first = width.size > 0 and width.max() > SCALED_FIRST * width.min()
+    scaled_first = wide_spread(problem)
     order = (True, False) if scaled_first else (False, True)
     reserve = None if max_evals is None else (max_evals - nfev) // 2
     for scaled, margin in [(s, m) for s in order for m in (0.0, 1e-9, 1e-6)]:

@@ -143,7 +143,7 @@ HAIR = 1e-6
 
 def _try_margin(problem, start, pvec, max_evals, nfev, deadline, margin):
     from ._newton import restore
-    from ._polish import polish
+    from ._polish import polish, wide_spread
     from ._verdict import check_point
 
     def left():
@@ -151,7 +151,7 @@ def _try_margin(problem, start, pvec, max_evals, nfev, deadline, margin):
 
     info: dict = {}
     x, used = polish(problem, start, pvec, max_evals=left(), margin=margin,
-                     deadline=deadline, info=info)
+                     deadline=deadline, info=info, scaled=wide_spread(problem))
     f, V = check_point(problem, x, pvec)
     nfev += used + 1
     if not np.all(V == 0) and not info.get("timed_out"):
@@ -161,7 +161,7 @@ def _try_margin(problem, start, pvec, max_evals, nfev, deadline, margin):
         nfev += used + 1
         if np.all(V == 0):
             x2, used = polish(problem, x, pvec, max_evals=left(), margin=margin,
-                              deadline=deadline, info=info)
+                              deadline=deadline, info=info, scaled=wide_spread(problem))
             f2, V2 = check_point(problem, x2, pvec)
             nfev += used + 1
             if np.all(V2 == 0) and (f2 > f if problem.maximize else f2 < f):

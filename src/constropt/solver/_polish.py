@@ -65,6 +65,19 @@ class PolishInterrupted(KeyboardInterrupt):
         self.x, self.nfev = x, nfev
 
 
+#: Box widths spanning more than this ratio: SLSQP runs in scaled form first.
+SCALED_FIRST = 1e6
+
+
+def wide_spread(problem) -> bool:
+    """Whether the box's finite widths span more than :data:`SCALED_FIRST` (G22: genes of
+    1 and 4e7).  SLSQP then runs in scaled form first, in the polish
+    (:func:`._finish.polish_from`) and in the moves of :mod:`._intsearch`."""
+    width = problem.upper - problem.lower
+    width = width[np.isfinite(width) & (width > 0)]
+    return bool(width.size > 0 and width.max() > SCALED_FIRST * width.min())
+
+
 def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
            max_evals: int | None = None, margin: float = STRICT_MARGIN,
            deadline: float | None = None, info: dict | None = None, scaled: bool = False):
