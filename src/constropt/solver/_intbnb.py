@@ -64,7 +64,7 @@ REFINE = 6
 REFINE_WIDTH = 1e-3
 
 
-def _contract(problem, model, lo, hi, U, pvec):
+def contract_boxes(problem, model, lo, hi, U, pvec):
     """Contract the boxes ``[lo, hi]`` (n, K) by the constraints and ``f <= U``
     (minimized sense).  Returns ``(lo, hi, lb)``: the contracted boxes and the lower
     bounds (K,) of the objective over them, +inf where a box holds no such point."""
@@ -91,7 +91,7 @@ def _split_ints(problem, model, lo, hi, U, pvec, ints, cont, width):
     lo2, hi2 = np.concatenate([lo, lo], 1), np.concatenate([hi, hi], 1)
     hi2[at, cols] = mid
     lo2[at, K + cols] = mid + 1.0
-    lo2, hi2, lb2 = _contract(problem, model, lo2, hi2, U, pvec)
+    lo2, hi2, lb2 = contract_boxes(problem, model, lo2, hi2, U, pvec)
     return lo2, hi2, lb2, np.concatenate([cols, cols]), 2 * K
 
 
@@ -118,7 +118,7 @@ def _refine(problem, model, lo, hi, U, pvec, ints, cont, width):
         lo3, hi3 = lo2.copy(), hi2.copy()
         hi2[at, np.arange(go.size)] = mid
         lo3[at, np.arange(go.size)] = mid
-        lo2, hi2, lb2 = _contract(problem, model, np.concatenate([lo2, lo3], 1),
+        lo2, hi2, lb2 = contract_boxes(problem, model, np.concatenate([lo2, lo3], 1),
                                   np.concatenate([hi2, hi3], 1), U, pvec)
         used += lb2.size
         stay = np.setdiff1d(np.arange(lo.shape[1]), go)
@@ -183,7 +183,7 @@ def branch_and_bound(problem, best, f_best, V_best, pvec, max_evals, nfev, deadl
     tried = {tuple(np.round(best[ints]))} if feasible else set()
     try:
         model = problem_model(problem)
-        lo, hi, lb = _contract(problem, model, lo0[:, None], hi0[:, None], U, pvec)
+        lo, hi, lb = contract_boxes(problem, model, lo0[:, None], hi0[:, None], U, pvec)
     except Exception:  # a construct without an inclusion function: no branch-and-bound
         return None
     cont = np.flatnonzero(~np.asarray(problem.integer))

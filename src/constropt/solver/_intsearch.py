@@ -177,6 +177,7 @@ def _screen(problem, ints: np.ndarray, cands: np.ndarray, f_best: float, pvec):
     provably holds no feasible point at least as good as ``f_best``.  Returns an array
     (K,), or None when the problem has no interval model."""
     from ..problem._fbbt import problem_model
+    from ._intbnb import contract_boxes
 
     try:
         model = problem_model(problem)
@@ -185,16 +186,9 @@ def _screen(problem, ints: np.ndarray, cands: np.ndarray, f_best: float, pvec):
         hi = np.repeat(np.asarray(problem.upper, dtype=np.float64).reshape(-1, 1), K, 1)
         lo[ints], hi[ints] = cands.T, cands.T
         U = -f_best if problem.maximize else f_best
-        targets = model.leaf_targets(problem.eq_tol) + [(model.f, -math.inf, U)]
-        P = np.asarray(pvec, dtype=np.float64).reshape(-1)
-        with np.errstate(all="ignore"):  # inf - inf and 0 * inf are enclosed by design
-            lo, hi, empty = model.program.contract(lo, hi, P, targets,
-                                                   np.asarray(problem.integer), rounds=2)
-            f = model.program.forward(lo, hi, P, only=[model.f])[model.f]
+        return contract_boxes(problem, model, lo, hi, U, pvec)[2]
     except Exception:  # a construct without an inclusion function: no screening
         return None
-    lb = np.asarray(f.lo, dtype=np.float64).reshape(K)
-    return np.where(np.asarray(empty).reshape(K) | np.isnan(lb), np.inf, lb)
 
 
 def _best_first(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline, ints,
