@@ -101,7 +101,10 @@ def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
         A ``time.perf_counter()`` value: the polish stops at its first evaluation after
         it and keeps its last point.
     info : dict, optional
-        Filled with ``timed_out`` (bool): whether the deadline stopped the polish.
+        Filled with ``timed_out`` (bool): whether the deadline stopped the polish, and
+        ``status``: SLSQP's exit status (0 converged, 8 line search failed, 9 iteration
+        limit, ...), None where the budget, the deadline or an error ended it; and
+        ``moved``: whether the end differs from the start.
     scaled : bool
         Run SLSQP in scaled form (:func:`_scaled`; needs exact derivatives).
     """
@@ -120,6 +123,7 @@ def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
     if max_evals is not None:
         maxiter = max(1, min(maxiter, max_evals // (3 if jac is not None else free.size + 2)))
     z0 = np.clip(x_fixed[free], lo, hi)
+    status = None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with np.errstate(all="ignore"):
@@ -131,6 +135,7 @@ def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
                 res = minimize(fun, u0, jac=jac, bounds=ub, constraints=cons,
                                method="SLSQP", options={"maxiter": maxiter, "ftol": 1e-12})
                 z = np.clip(res.x if to_z is None else to_z(res.x), lo, hi)
+                status = int(res.status)
             except BudgetSpent:  # the budget ends the polish: keep its last point
                 z = np.clip(counter.last, lo, hi) if counter.last is not None else z0
             except KeyboardInterrupt:
@@ -142,6 +147,7 @@ def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
                 z = z0
     if info is not None:
         info["timed_out"] = counter.timed_out
+        info["status"], info["moved"] = status, bool(np.any(z != z0))
     x = x_fixed.copy()
     x[free] = z
     return x, counter.n
