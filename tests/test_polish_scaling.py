@@ -131,3 +131,41 @@ def test_an_slsqp_end_outside_that_projects_back_does_not_settle_the_polish(monk
     assert [s for s, _, _ in seen][-1] is True  # the scaled form ran last
     assert seen[0][:2] == (False, 0.0)
     assert np.all(V == 0) and f - bench.f_star <= 1e-3
+
+
+# where seed 0 of the GA ended on G21 (500,000 evaluations): infeasible (0.15), x2 near
+# its lower bound 0, where x2**0.6 has an infinite derivative
+G21_GA_END = [166.24968765257773, 4.679594868246597e-10, 11.616140532635065,
+              100.0234477902884, 6.533048305286124, 6.068402688610067, 6.21459999210484]
+
+
+def test_g21_a_gene_on_a_side_with_an_infinite_partial_is_held():
+    # SLSQP reached x2 = 0 mid-run and stopped on a singular matrix at every margin and
+    # form, 6e-4 above the optimum; polished again from there with x2 held, it reaches it
+    from constropt.solver._polish import singular_sides
+
+    bench = get("G21")
+    p = bench.problem()
+    pv = p.parameter_vector(None)
+    x0 = np.array(G21_GA_END)
+    f0, V0 = check_point(p, x0, pv)
+    x, f, V, _, stop = polish_from(p, x0, pv, x0, f0, V0, 50_000, 0)
+    assert not stop and np.all(V == 0)
+    assert x[1] == 0.0
+    assert singular_sides(p, x, pv)[0].tolist() == [False, True] + [False] * 5
+    # f* is the best known value, within the band |h| <= 1e-4; the CEC rule is 1e-4
+    assert f - bench.f_star <= 1e-4
+
+
+def test_polish_holds_a_gene_whose_partial_is_infinite_on_its_side():
+    x, y, z = sp.symbols("x y z", real=True)
+    # y**0.6 at y = 0: infinite partial; the optimum keeps y = 0 and moves x and z
+    p = constropt.Problem(y**sp.Rational(3, 5) + (x - 2) ** 2 + (z - x) ** 2,
+                          [x + z <= 10], bounds={x: (-5, 5), y: (0, 5), z: (-5, 5)})
+    pv = p.parameter_vector(None)
+    from constropt.solver._polish import polish
+
+    xs, used = polish(p, np.array([0.0, 0.0, 0.0]), pv, margin=0.0)
+    assert used > 1
+    assert xs[1] == 0.0
+    assert xs[[0, 2]] == pytest.approx([2.0, 2.0], abs=1e-6)

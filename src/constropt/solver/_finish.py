@@ -67,7 +67,8 @@ def _key(problem, f: float, V: np.ndarray):
     return (cv, math.inf if math.isnan(fmin) else fmin)
 
 
-def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, deadline=None):
+def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, deadline=None,
+                again: bool = True):
     """SLSQP from ``start`` (strict margin 0, then 1e-9, then 1e-6 if it ends a hair
     outside; as given, then in scaled form if it still ends infeasible, the other way
     round where the box's widths span more than :data:`._polish.SCALED_FIRST`; an infeasible
@@ -76,12 +77,20 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
     ``best`` if feasible and better.  Each float64 check of a candidate counts one
     evaluation.
 
+    A better point that lands on a side of the box where a partial derivative is not
+    finite (``x2**0.6`` at ``x2 = 0``) is polished once more from there, that gene held
+    (:func:`._polish.singular_sides`): SLSQP reaches such a side mid-run and stops on a
+    singular matrix (G21 from GA starts: 6e-4 above the optimum, which the second
+    polish reaches).
+
     Returns ``(x, f, V, nfev, stop)``; ``stop`` when the budget or the time (``deadline``,
     a ``time.perf_counter()`` value) is spent.  Ctrl-C raises :class:`PolishInterrupted`
     whose ``state`` is ``(x, f, V, nfev)`` with the polish's last point taken if better.
     """
     from ._newton import restore
-    from ._polish import PolishInterrupted, polish, wide_spread
+    from ._polish import PolishInterrupted, polish, singular_sides, wide_spread
+
+    best0 = best
 
     # an infeasible start is first projected onto the violated constraints (Newton)
     start, used = restore(problem, start, pvec,
@@ -149,6 +158,12 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
             continue  # outside at every margin: the other form
         if scaled_first or scaled or not _gave_up(info):
             break
+    if again and best is not best0 and not info.get("timed_out"):
+        held, used = singular_sides(problem, best, pvec)
+        nfev += used
+        if held.any():
+            return polish_from(problem, best, pvec, best, f_best, V_best, max_evals, nfev,
+                               deadline, again=False)
     return best, f_best, V_best, nfev, bool(info.get("timed_out"))
 
 
