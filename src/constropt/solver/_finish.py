@@ -69,9 +69,10 @@ def _key(problem, f: float, V: np.ndarray):
 
 def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, deadline=None,
                 again: bool = True):
-    """SLSQP from ``start`` (strict margin 0, then 1e-9, then 1e-6 if it ends a hair
-    outside; as given, then in scaled form if it still ends infeasible, the other way
-    round where the box's widths span more than :data:`._polish.SCALED_FIRST`; an infeasible
+    """SLSQP from ``start`` (strict margin 0, then 1e-9, then 1e-6 if it ends outside;
+    as given, then in scaled form if it still ends outside or SLSQP gave up
+    (:func:`_gave_up`), the other way round where the box's widths span more than
+    :data:`._polish.SCALED_FIRST`; an infeasible
     ``start`` first projected onto its violated constraints by
     :func:`._newton.restore`, as is an SLSQP end a hair outside); the result replaces
     ``best`` if feasible and better.  Each float64 check of a candidate counts one
