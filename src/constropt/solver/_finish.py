@@ -69,12 +69,12 @@ def _key(problem, f: float, V: np.ndarray):
 
 def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, deadline=None,
                 again: bool = True):
-    """SLSQP from ``start`` (strict margin 0, then 1e-9, then 1e-6 if it ends outside;
-    as given, then in scaled form if it still ends outside or SLSQP gave up
-    (:func:`_gave_up`), the other way round where the box's widths span more than
-    :data:`._polish.SCALED_FIRST`; an infeasible
-    ``start`` first projected onto its violated constraints by
-    :func:`._newton.restore`, as is an SLSQP end a hair outside); the result replaces
+    """SLSQP from ``start`` (strict margin 0, then 1e-9, then 1e-6 if it ends outside
+    by more than a hair; as given, then in scaled form if it still ends outside or SLSQP
+    returned its start (:func:`_gave_up`), the other way round where the box's widths
+    span more than :data:`._polish.SCALED_FIRST`; an infeasible ``start`` first
+    projected onto its violated constraints by :func:`._newton.restore`, as is an SLSQP
+    end outside); the result replaces
     ``best`` if feasible and better.  Each float64 check of a candidate counts one
     evaluation.
 
@@ -88,6 +88,7 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
     a ``time.perf_counter()`` value) is spent.  Ctrl-C raises :class:`PolishInterrupted`
     whose ``state`` is ``(x, f, V, nfev)`` with the polish's last point taken if better.
     """
+    from ._intsearch import HAIR
     from ._newton import restore
     from ._polish import PolishInterrupted, polish, singular_sides, wide_spread
 
@@ -99,11 +100,11 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
     nfev += used
     # Two forms of SLSQP: on the problem as given, and in scaled form (genes in box
     # units, rows by gradient norm).  The second runs where the first ends infeasible at
-    # every margin, or where the form as given ends feasible but SLSQP gave up
-    # (:func:`_gave_up`): RC29's objective of 3e6 with partials up to 1e7 stopped it
-    # after one evaluation at GA points f* + 386 and f* + 2.8e4, from which the scaled
-    # form reaches f* + 4e-5.  Where the box's widths span more than
-    # SCALED_FIRST (G22: genes of 1 and 4e7), the scaled form goes first: unscaled SLSQP
+    # every margin, or where the form as given returned its start (:func:`_gave_up`):
+    # RC29's objective of 3e6 with partials up to 1e7 stopped it after one evaluation at
+    # GA points f* + 386 and f* + 2.8e4, from which the scaled form reaches f* + 4e-5.
+    # Where the box's widths span more than SCALED_FIRST (G22: genes of 1 and 4e7), the
+    # scaled form goes first: unscaled SLSQP
     # spent G22's whole polish budget (~300 evaluations) in 200 iterations without
     # reaching the feasible set.  Elsewhere the form as given goes first (the scaled
     # form first moved RC03's polish to another point, from which its face moves no
@@ -139,6 +140,8 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
             nfev += used + 1
             f_c, V_c = check_point(problem, cand, pvec)
             ended_inside = bool(np.all(V_c == 0))
+            hair = not ended_inside and \
+                float(np.max(V_c)) <= HAIR * (1.0 + float(np.max(np.abs(cand))))
             if not ended_inside:  # SLSQP ended off the feasible set: project back (Newton)
                 cand, used = restore(problem, cand, pvec, None if max_evals is None
                                      else max(0, max_evals - nfev - 20))
@@ -149,11 +152,13 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
                 best, f_best, V_best = cand, f_c, V_c
             if info.get("timed_out"):
                 return best, f_best, V_best, nfev, True
-            # Only SLSQP's own feasible end settles a form: an end outside, even projected
-            # back to a better point, may be this form failing (RC29 from a GA point:
-            # unscaled, SLSQP ended 0.07 and 0.02 outside at margins 0 and 1e-9, projected
-            # to f* + 1.4e4 and f* + 54; scaled, it reaches f* + 4e-5).
-            if ended_inside:
+            # SLSQP's own feasible end settles a form, and so does an end a hair outside
+            # (HAIR) projected back in; an end farther out, even projected back to a
+            # better point, may be this form failing (RC29 from a GA point: unscaled,
+            # SLSQP ended 0.07 and 0.02 outside at margins 0 and 1e-9, projected to
+            # f* + 1.4e4 and f* + 54; scaled, it reaches f* + 4e-5).  RC03's face moves
+            # reach its optimum only from the projected hair-outside end.
+            if ended_inside or (hair and np.all(V_c == 0)):
                 break
         else:
             continue  # outside at every margin: the other form
@@ -169,11 +174,12 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
 
 
 def _gave_up(info: dict) -> bool:
-    """Whether SLSQP stopped without converging: a failed line search, the iteration
-    limit, or "converged" without moving, as the form as given can (RC29 from a GA point
-    f* + 386: five iterations, status 0, the start returned)."""
-    status = info.get("status")
-    return status is not None and (status != 0 or not info.get("moved", True))
+    """Whether SLSQP ended where it started, as the form as given can on a badly scaled
+    objective (RC29 from a GA point f* + 386: five iterations, status 0, the start
+    returned).  A failed line search that moved is not a reason for the other form:
+    running it there moved RC03's polish to a point from which its face moves no longer
+    reach the optimum."""
+    return info.get("status") is not None and not info.get("moved", True)
 
 
 def polish_stage(problem, pop, best, f_best, V_best, pvec, max_evals, nfev,
