@@ -81,7 +81,10 @@ def test_report_prints_before_counts_and_acceptance():
     assert "- constropt: 80.0% of 5 runs succeed (abs) (goal >= 98%: NOT met)" in text
     assert "- constropt-ga: 60.0% of 5 runs succeed (abs) (goal >= 90%: NOT met)" in text
     # scipy 2/2 against constropt's 4/5: a problem where scipy does better
-    assert "more often than constropt's defaults: G01 (2/2 vs 4/5)" in text
+    assert ("more often than constropt's defaults (of the 1 where scipy ran): "
+            "G01 (2/2 vs 4/5)") in text
+    assert "more often than constropt's GA (of the 1 where scipy ran): G01 (2/2 vs 3/5)" \
+        in text
     assert "seeds 0..4" in text and "`suite_before_raw.jsonl`" in text
     # how the failures failed: the GA's two are feasible local optima, f - f* = 1
     assert "| G01 | constropt-ga | 2/5 | - | - | 2 (1) |" in text
