@@ -88,9 +88,8 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
     a ``time.perf_counter()`` value) is spent.  Ctrl-C raises :class:`PolishInterrupted`
     whose ``state`` is ``(x, f, V, nfev)`` with the polish's last point taken if better.
     """
-    from ._intsearch import HAIR
     from ._newton import restore
-    from ._polish import PolishInterrupted, polish, singular_sides, wide_spread
+    from ._polish import PolishInterrupted, hair_outside, polish, singular_sides, wide_spread
 
     best0 = best
 
@@ -104,12 +103,11 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
     # RC29's objective of 3e6 with partials up to 1e7 stopped it after one evaluation at
     # GA points f* + 386 and f* + 2.8e4, from which the scaled form reaches f* + 4e-5.
     # Where the box's widths span more than SCALED_FIRST (G22: genes of 1 and 4e7), the
-    # scaled form goes first: unscaled SLSQP
-    # spent G22's whole polish budget (~300 evaluations) in 200 iterations without
-    # reaching the feasible set.  Elsewhere the form as given goes first (the scaled
-    # form first moved RC03's polish to another point, from which its face moves no
-    # longer reach the optimum), and may spend half of what is left of the budget, so
-    # that the scaled form keeps its share.
+    # scaled form goes first: unscaled SLSQP spent G22's whole polish budget (~300
+    # evaluations) in 200 iterations without reaching the feasible set.  Elsewhere the
+    # form as given goes first (the scaled form first moved RC03's polish to another
+    # point, from which its face moves no longer reach the optimum), and may spend half
+    # of what is left of the budget, so that the scaled form keeps its share.
     scaled_first = wide_spread(problem)
     order = (True, False) if scaled_first else (False, True)
     reserve = None if max_evals is None else (max_evals - nfev) // 2
@@ -140,8 +138,7 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
             nfev += used + 1
             f_c, V_c = check_point(problem, cand, pvec)
             ended_inside = bool(np.all(V_c == 0))
-            hair = not ended_inside and \
-                float(np.max(V_c)) <= HAIR * (1.0 + float(np.max(np.abs(cand))))
+            hair = hair_outside(V_c, cand)
             if not ended_inside:  # SLSQP ended off the feasible set: project back (Newton)
                 cand, used = restore(problem, cand, pvec, None if max_evals is None
                                      else max(0, max_evals - nfev - 20))
@@ -153,7 +150,7 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
             if info.get("timed_out"):
                 return best, f_best, V_best, nfev, True
             # SLSQP's own feasible end settles a form, and so does an end a hair outside
-            # (HAIR) projected back in; an end farther out, even projected back to a
+            # (hair_outside) projected back in; an end farther out, even projected back to a
             # better point, may be this form failing (RC29 from a GA point: unscaled,
             # SLSQP ended 0.07 and 0.02 outside at margins 0 and 1e-9, projected to
             # f* + 1.4e4 and f* + 54; scaled, it reaches f* + 4e-5).  RC03's face moves

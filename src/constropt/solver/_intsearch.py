@@ -46,6 +46,8 @@ import time
 
 import numpy as np
 
+from ._polish import hair_outside
+
 __all__ = ["integer_search", "bound_flips", "ENUMERATE", "LINE_VALUES", "PAIR_GENES",
            "SCREEN_ENUMERATE"]
 
@@ -126,7 +128,7 @@ def _try(problem, start, pvec, max_evals, nfev, deadline):
         x, f, V, nfev, timed_out = _try_margin(problem, start, pvec, max_evals, nfev,
                                                deadline, margin)
         # the next margin only for an end a hair outside, not for an infeasible move
-        if timed_out or np.all(V == 0) or np.max(V) > HAIR * (1.0 + np.max(np.abs(x))):
+        if timed_out or not hair_outside(V, x):
             break
     return x, f, V, nfev, timed_out
 
@@ -137,8 +139,6 @@ def _try(problem, start, pvec, max_evals, nfev, deadline):
 #: with ``x2 = x4 = 0`` on their bounds, four constraints are identically 0), so SLSQP
 #: reports incompatible constraints and the move is lost.
 MARGINS = (0.0, 1e-9)
-#: An end violating by at most this (relative to the point's size) is a hair outside.
-HAIR = 1e-6
 
 
 def _try_margin(problem, start, pvec, max_evals, nfev, deadline, margin):

@@ -40,7 +40,7 @@ def breakpoints(problem, pvec: np.ndarray) -> dict[int, np.ndarray]:
     """``{gene: sorted breakpoints strictly inside its box}`` for the scalar continuous
     variables that a ``Piecewise`` condition of the objective or of a constraint compares
     with a constant (``a*x + b (op) 0``, parameters at their values ``pvec``)."""
-    layout = problem._layout
+    layout = problem.layout
     gene = {b.symbol: b.offset for b in layout.blocks if b.shape == ()}
     values = dict(zip(layout.parameters, (float(v) for v in pvec)))
     exprs = [problem.objective, *problem.constraints]
@@ -77,18 +77,14 @@ def _root(rel, gene: dict, values: dict):
     if isinstance(rel, (sp.Eq, sp.Ne)):
         return None
     e = sp.sympify(rel.lhs - rel.rhs).subs(values)
-    syms = [s for s in e.free_symbols if s in gene]
-    if len(syms) != 1 or len(e.free_symbols) != 1:
+    if len(e.free_symbols) != 1:
         return None
-    x = syms[0]
+    (x,) = e.free_symbols
     a = sp.diff(e, x)
-    if a.free_symbols or a == 0:
+    if x not in gene or a.free_symbols or a == 0:
         return None
-    c = sp.solve(e, x)
-    if len(c) != 1:
-        return None
-    try:
-        c = float(c[0])
+    try:  # e = a x + e(0) with a constant: its one root
+        c = float(-e.subs(x, 0) / a)
     except (TypeError, ValueError):
         return None
     return (gene[x], c) if np.isfinite(c) else None
@@ -129,28 +125,27 @@ def piece_moves(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=N
     sign = -1.0 if problem.maximize else 1.0
     tries = 0
     for _ in range(ROUNDS):
+        moves = [(i, a, b) for i, cs in cuts.items()
+                 for a, b in _pieces(problem.lower[i], problem.upper[i], cs, best[i])]
         improved = False
-        for i, cs in cuts.items():
-            for a, b in _pieces(problem.lower[i], problem.upper[i], cs, best[i]):
-                if tries >= MAX_TRIES or (max_evals is not None and max_evals - nfev < 20) \
-                        or (deadline is not None and time.perf_counter() >= deadline):
-                    return best, f_best, V_best, nfev, tries < MAX_TRIES
-                tries += 1
-                lo, hi = problem.lower.copy(), problem.upper.copy()
-                lo[i], hi[i] = a, b
-                start = best.copy()
-                start[i] = min(max(best[i], a), b)
-                x, _, _, nfev, timed_out = _try(with_box(problem, lo, hi), start, pvec,
-                                                max_evals, nfev, deadline)
-                f, V = check_point(problem, x, pvec)  # on the problem itself
-                nfev += 1
-                if np.all(V == 0) and sign * f < sign * f_best - 1e-12 * (1 + abs(f_best)):
-                    best, f_best, V_best, improved = x, f, V, True
-                if timed_out:
-                    return best, f_best, V_best, nfev, True
-                if improved:
-                    break
-            if improved:
+        for i, a, b in moves:
+            if tries >= MAX_TRIES or (max_evals is not None and max_evals - nfev < 20) \
+                    or (deadline is not None and time.perf_counter() >= deadline):
+                return best, f_best, V_best, nfev, tries < MAX_TRIES
+            tries += 1
+            lo, hi = problem.lower.copy(), problem.upper.copy()
+            lo[i], hi[i] = a, b
+            start = best.copy()
+            start[i] = min(max(best[i], a), b)
+            x, _, _, nfev, timed_out = _try(with_box(problem, lo, hi), start, pvec,
+                                            max_evals, nfev, deadline)
+            f, V = check_point(problem, x, pvec)  # on the problem itself
+            nfev += 1
+            if np.all(V == 0) and sign * f < sign * f_best - 1e-12 * (1 + abs(f_best)):
+                best, f_best, V_best, improved = x, f, V, True
+            if timed_out:
+                return best, f_best, V_best, nfev, True
+            if improved:  # first improvement: the next round's pieces from the new best
                 break
         if not improved:
             break

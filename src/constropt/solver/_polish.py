@@ -22,7 +22,7 @@ import numpy as np
 from ._scipy import STRICT_MARGIN, ScipyBridge, conjunctive_leaves
 
 __all__ = ["conjunctive_leaves", "polish", "Counter", "STRICT_MARGIN", "PolishInterrupted",
-           "singular_sides", "wide_spread"]
+           "singular_sides", "wide_spread", "hair_outside", "HAIR"]
 
 
 class Counter:
@@ -194,6 +194,17 @@ def singular_sides(problem, x: np.ndarray, pvec: np.ndarray):
         out[free] = _singular_sides(bridge, x[free], problem.lower[free],
                                     problem.upper[free])
     return out, counter.n
+
+
+#: An end violating by at most this (relative to the point's size) is a hair outside.
+HAIR = 1e-6
+
+
+def hair_outside(V: np.ndarray, x: np.ndarray) -> bool:
+    """Whether a point ``x`` with violations ``V`` (float64 check) lies outside the
+    feasible set by at most :data:`HAIR` of its size: an SLSQP end that a projection or
+    a margin cures, as opposed to a failed polish."""
+    return bool(not np.all(V == 0) and np.max(V) <= HAIR * (1.0 + np.max(np.abs(x))))
 
 
 #: The scaled polish's unit is the box width, at most this many times the start's
