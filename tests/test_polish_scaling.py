@@ -25,16 +25,24 @@ G22_SEARCH_END = [
     -4.605015046519062, 5.95943739504209]
 
 
+def _polish_end(name, end, budget):
+    """``polish_from`` on benchmark ``name`` from the search end ``end`` (also the
+    incumbent).  Returns ``(bench, f0, V0, x, f, V, stop)``: the end's check, then the
+    polish's result."""
+    bench = get(name)
+    p = bench.problem()
+    pv = p.parameter_vector(None)
+    x0 = np.array(end)
+    f0, V0 = check_point(p, x0, pv)
+    x, f, V, _, stop = polish_from(p, x0, pv, x0, f0, V0, budget, 0)
+    return bench, f0, V0, x, f, V, stop
+
+
 def test_g22_polished_from_the_search_end_to_the_best_known_value():
     # before the scaling the same call ended where it started (infeasible): SLSQP ran
     # its 200 iterations and the restoration's least-norm steps were eaten by the box
-    bench = get("G22")
-    p = bench.problem()
-    pv = p.parameter_vector(None)
-    x0 = np.array(G22_SEARCH_END)
-    f0, V0 = check_point(p, x0, pv)
+    bench, _, V0, x, f, V, stop = _polish_end("G22", G22_SEARCH_END, 20_000)
     assert V0.sum() > 1e4
-    x, f, V, _, stop = polish_from(p, x0, pv, x0, f0, V0, 20_000, 0)
     assert not stop and np.all(V == 0)
     # the band |h| <= 1e-4 admits values below the best known 236.4309755 (236.3132 is
     # reached); the CEC rule asks f - f* <= 1e-4
@@ -95,13 +103,8 @@ RC29_GA_END = [49.97608630096441, 1.1741620314794816, 24.727494851955130, 0.3785
 def test_rc29_the_scaled_form_runs_where_slsqp_as_given_stops_without_a_step():
     # as given, SLSQP reported success after five iterations and returned the start;
     # before, that ended the polish at f* + 385.7 (and at f* + 2.8e4 from seed 2's end)
-    bench = get("RC29")
-    p = bench.problem()
-    pv = p.parameter_vector(None)
-    x0 = np.array(RC29_GA_END)
-    f0, V0 = check_point(p, x0, pv)
+    bench, f0, V0, x, f, V, stop = _polish_end("RC29", RC29_GA_END, 50_000)
     assert np.all(V0 == 0) and f0 - bench.f_star > 300
-    x, f, V, _, stop = polish_from(p, x0, pv, x0, f0, V0, 50_000, 0)
     assert not stop and np.all(V == 0)
     # the CEC rule: f - f* <= 1e-4 (1e-11 of f*); 8e-5 is reached here.  1e-3 leaves room
     # for another BLAS's last digits and still fails the old +385.7 by far
@@ -109,9 +112,10 @@ def test_rc29_the_scaled_form_runs_where_slsqp_as_given_stops_without_a_step():
 
 
 def test_an_slsqp_end_outside_that_projects_back_does_not_settle_the_polish(monkeypatch):
-    # only SLSQP's own feasible end settles a form; an end outside goes on to the next
-    # margin and form even where its projection is feasible
-    from constropt.solver import _finish, _polish
+    # only SLSQP's own feasible end (or one a hair outside) settles a form; an end
+    # farther outside goes on to the next margin and form even where its projection is
+    # feasible
+    from constropt.solver import _polish
 
     seen = []
     real = _polish.polish
@@ -121,13 +125,9 @@ def test_an_slsqp_end_outside_that_projects_back_does_not_settle_the_polish(monk
         return real(problem, start, pvec, **kw)
 
     monkeypatch.setattr(_polish, "polish", spy)
-    bench = get("RC29")
-    p = bench.problem()
-    pv = p.parameter_vector(None)
-    x0 = np.array([49.99999999651717, 1.2159384998800793, 23.538664541298157,
-                   0.4785045961606251])  # GA seed 1's end, f* + 1.35e4
-    f0, V0 = check_point(p, x0, pv)
-    x, f, V, _, _ = _finish.polish_from(p, x0, pv, x0, f0, V0, 50_000, 0)
+    ga_seed_1_end = [49.99999999651717, 1.2159384998800793, 23.538664541298157,
+                     0.4785045961606251]  # f* + 1.35e4
+    bench, _, _, x, f, V, _ = _polish_end("RC29", ga_seed_1_end, 50_000)
     assert [s for s, _, _ in seen][-1] is True  # the scaled form ran last
     assert seen[0][:2] == (False, 0.0)
     assert np.all(V == 0) and f - bench.f_star <= 1e-3
@@ -144,15 +144,11 @@ def test_g21_a_gene_on_a_side_with_an_infinite_partial_is_held():
     # form, 6e-4 above the optimum; polished again from there with x2 held, it reaches it
     from constropt.solver._polish import singular_sides
 
-    bench = get("G21")
-    p = bench.problem()
-    pv = p.parameter_vector(None)
-    x0 = np.array(G21_GA_END)
-    f0, V0 = check_point(p, x0, pv)
-    x, f, V, _, stop = polish_from(p, x0, pv, x0, f0, V0, 50_000, 0)
+    bench, _, _, x, f, V, stop = _polish_end("G21", G21_GA_END, 50_000)
     assert not stop and np.all(V == 0)
     assert x[1] == 0.0
-    assert singular_sides(p, x, pv)[0].tolist() == [False, True] + [False] * 5
+    p = bench.problem()
+    assert singular_sides(p, x, p.parameter_vector(None))[0].tolist() == [False, True] + [False] * 5
     # f* is the best known value, within the band |h| <= 1e-4; the CEC rule is 1e-4
     assert f - bench.f_star <= 1e-4
 
