@@ -180,12 +180,22 @@ def test_nfev_counts_every_evaluation(monkeypatch):
 
     counted["dead"] = 0
     monkeypatch.setattr(_deadgenes, "_shares", counting_shares)
+    stationarity = _polish.stationarity
+
+    def counting_stationarity(*args, **kwargs):  # the KKT test of a settled polish end
+        r, used = stationarity(*args, **kwargs)
+        counted["kkt"] += used
+        return r, used
+
+    counted["kkt"] = 0
+    monkeypatch.setattr(_polish, "stationarity", counting_stationarity)
     res = constropt.solve(F3, C3, bounds=B3, seed=0, restarts=0, progress=False)
     assert res.success
     # search evaluations + float64 checks + unboundedness probe + polish + restoration
-    # + the face probe of the bound flips + the dead-gene test
+    # + the face probe of the bound flips + the dead-gene test + the KKT test
     assert res.nfev == res.history.nfev[-1] + counted["numpy"] + counted["polish"] + \
-        counted["restore"] + counted["faces"] + counted["dead"]
+        counted["restore"] + counted["faces"] + counted["dead"] + counted["kkt"]
+    assert counted["kkt"] >= 2  # the polish as given settled: its end was tested
     assert counted["dead"] == 1  # one derivative evaluation: no gene is dead here
     assert counted["numpy"] > 1
 

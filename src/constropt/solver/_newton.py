@@ -167,10 +167,11 @@ INSIDE = 1e-10
 HOLD = 1e-8
 
 
-def restore(problem, x0: np.ndarray, pvec: np.ndarray, max_evals=None, iters: int = 30):
+def restore(problem, x0: np.ndarray, pvec: np.ndarray, max_evals=None, iters: int = 30,
+            inside: float = INSIDE):
     """Feasibility restoration of one point: least-norm Gauss-Newton steps on the
     violated constraints (equalities outside their band ``|h| <= eq_tol``, aimed at its
-    edge; conjunctive inequalities above 0, aimed :data:`INSIDE` below it; inequalities
+    edge; conjunctive inequalities above 0, aimed ``inside`` below it; inequalities
     within :data:`HOLD` of their boundary held there), with the exact Jacobian; integer
     genes held fixed, genes on a side of the box the step would cross held there, steps
     clipped to the box and halved until the total violation falls.
@@ -205,7 +206,7 @@ def restore(problem, x0: np.ndarray, pvec: np.ndarray, max_evals=None, iters: in
         # equalities to the edge of their band |h| <= eq_tol (the nearest feasible h, not
         # h = 0: an optimum may lean on the band), violated inequalities just inside
         r = np.where(eq, np.sign(C) * np.maximum(np.abs(C) - band, 0.0),
-                     np.where(C > 0, C + INSIDE, 0.0))
+                     np.where(C > 0, C + inside, 0.0))
         r = np.where(usable, r, 0.0)
         # rows of the step: the violated ones, and the inequalities within HOLD of their
         # boundary held where they are (residual 0), so that the step that cures one
