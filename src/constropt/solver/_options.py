@@ -84,8 +84,9 @@ class SolveOptions:
         DE mutation: ``"current-to-pbest/1"`` or ``"rand/1"``.
     restarts : "auto" or int
         Restarts from a new random population (best point kept) on stagnation, while
-        the budget allows.  ``"auto"``: none for continuous problems of at most 4
-        variables without equalities (one run and the polish solve those), else 3.
+        the budget allows.  ``"auto"``: 3; for continuous problems of at most 4
+        variables without equalities none with DE (one run and the polish solve
+        those) and one with the GA (its population can close on a wrong basin early).
     repair : "auto", True or False
         Gradient-based repair of infeasible individuals with the exact constraint
         Jacobian; ``"auto"``: when the problem has equality constraints.
