@@ -91,8 +91,15 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
     whose ``state`` is ``(x, f, V, nfev)`` with the polish's last point taken if better.
     """
     from ._newton import INSIDE, restore
-    from ._polish import (STATIONARY, PolishInterrupted, hair_outside, polish, singular_sides,
-                          stationarity, wide_spread)
+    from ._polish import (
+        STATIONARY,
+        PolishInterrupted,
+        hair_outside,
+        polish,
+        singular_sides,
+        stationarity,
+        wide_spread,
+    )
 
     best0 = best
 
@@ -147,8 +154,8 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
                 # outside, the better projection kept: RC29's end 4e-14 outside, aimed
                 # INSIDE (1e-10) within, moved x2 by 5e-11 where the objective's partial
                 # is ~5e6 and lost 2.4e-4
-                end, f_end, V_end = cand, f_c, V_c
-                for inside in (INSIDE, float(np.max(V_end))) if hair else (INSIDE,):
+                end, hair_v = cand, float(np.max(V_c))
+                for inside in (INSIDE, hair_v) if hair else (INSIDE,):
                     x_r, used = restore(problem, end, pvec, None if max_evals is None
                                         else max(0, max_evals - nfev - 20), inside=inside)
                     if used <= 1:
