@@ -37,7 +37,10 @@ __all__ = ["GA", "GAState", "DE", "DEState"]
 
 
 def _inject(X, keep):
-    """Put the points ``keep`` (N, B) first in each instance of ``X`` (N, B, S)."""
+    """Put the points ``keep`` (N, B) first in each instance of ``X`` (N, B, S); ``X``
+    as it is when ``keep`` is None."""
+    if keep is None:
+        return X
     return namespace(X).concat([keep[..., None], X[..., 1:]], axis=-1)
 
 

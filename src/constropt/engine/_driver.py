@@ -360,7 +360,7 @@ class Driver:
         st = self.state
         X1 = self.new_population(len(pos))
         sel = asarray(pos, X1)
-        keep = namespace(X1).take(st.best.x, sel, axis=1)
+        keep = namespace(X1).take(st.best.x, sel, axis=1) if self.term.restart_keep else None
         st.alg = self.algorithm.restart(st.alg, sel, X1, keep)
         to_numpy(st.nfev)[ids] += X1.shape[-1]
         to_numpy(st.restarts)[ids] += 1

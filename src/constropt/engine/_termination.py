@@ -25,8 +25,10 @@ class Termination:
     ``max_evals`` is the search's share of the evaluation budget (per instance); the
     polish's share is kept apart by the caller.  ``target`` is in minimization sense.
     ``collapse``: stop when the population is feasible and its objectives agree to
-    ``ftol``.  ``restarts``: on stagnation start again (best point kept) this many times
-    while the budget allows.
+    ``ftol``.  ``restarts``: on stagnation start again this many times while the budget
+    allows; ``restart_keep``: the best point goes into the fresh population (else the
+    restart is independent of the run before it; the driver's best point is kept either
+    way).
     """
 
     max_generations: int
@@ -38,6 +40,7 @@ class Termination:
     check_every: int = 10
     collapse: bool = True
     restarts: int = 0
+    restart_keep: bool = True
 
 
 def improved(f, cv, f_old, cv_old, ftol):

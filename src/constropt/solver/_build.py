@@ -14,8 +14,8 @@ from .._errors import OptionError
 from ..problem._problem import Problem
 from ._options import refuse_problem_options
 
-__all__ = ["build", "ALGORITHMS", "default_pop_size", "default_restarts", "compile_choice",
-           "COMPILE_THRESHOLD"]
+__all__ = ["build", "ALGORITHMS", "default_pop_size", "default_restarts", "independent_restarts",
+           "compile_choice", "COMPILE_THRESHOLD"]
 
 ALGORITHMS = ("de", "ga")
 
@@ -53,19 +53,32 @@ def _problem_of(objective, constraints, variables, bounds, maximize, opts, optio
     return problem, problem.parameter_vector(None), time.perf_counter() - t0
 
 
+def _small(problem) -> bool:
+    """At most 4 continuous variables and no equalities."""
+    return problem.n <= 4 and not problem.integer.any() and \
+        not any(lf.kind == "eq" for lf in problem.leaves)
+
+
 def default_restarts(problem, opts) -> int:
     """``restarts="auto"``: 3, but for small continuous problems without equalities (at
     most 4 variables) none with DE (one run and the polish solve them, measured on the
-    collection) and one with the GA, whose population can close on a wrong basin early
-    (CEC 2020 RC25 at seed 19: stagnation after 15,000 evaluations at f* + 4085; the
-    restart reaches f*)."""
+    collection) and one, independent (:func:`independent_restarts`), with the GA, whose
+    population can close on a wrong basin early (CEC 2020 RC25 at seed 19: stagnation
+    after 15,000 evaluations at f* + 4085; the restart reaches f*)."""
     if opts.restarts != "auto":
         return opts.restarts
-    small = problem.n <= 4 and not problem.integer.any() and \
-        not any(lf.kind == "eq" for lf in problem.leaves)
-    if not small:
+    if not _small(problem):
         return 3
     return 1 if opts.algorithm == "ga" else 0
+
+
+def independent_restarts(problem, opts) -> bool:
+    """Whether restarts leave the best point out of the fresh population: the GA's
+    ``"auto"`` restart of a small problem.  The GA's survival keeps its best member, so
+    a restart seeded with it closed on the same wrong basin (RC25 at seed 15 ended at
+    f* + 2889 with one); unseeded, the restart is a second look, and the polish starts
+    from the best point and from the new population's clusters (25/25 seeds)."""
+    return opts.restarts == "auto" and opts.algorithm == "ga" and _small(problem)
 
 
 def default_pop_size(algorithm: str, n: int) -> int:
@@ -264,7 +277,8 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
         # integer plateaus make equal objectives common long before the search is done;
         # with a consensus (islands) each rank's own population cannot decide a stop
         collapse=not problem.integer.any() and consensus is None,
-        restarts=default_restarts(problem, opts))
+        restarts=default_restarts(problem, opts),
+        restart_keep=not independent_restarts(problem, opts))
     compile_s = 0.0
     if use_compile:  # warm the compiled step once, outside the search clock, under the
         t0 = time.perf_counter()  # search's autograd mode (Dynamo guards on it)

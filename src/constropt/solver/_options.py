@@ -86,7 +86,10 @@ class SolveOptions:
         Restarts from a new random population (best point kept) on stagnation, while
         the budget allows.  ``"auto"``: 3; for continuous problems of at most 4
         variables without equalities none with DE (one run and the polish solve
-        those) and one with the GA (its population can close on a wrong basin early).
+        those) and one with the GA (its population can close on a wrong basin early),
+        started without the best point (the result keeps it; a population seeded with
+        it closed on the same basin again).  An explicit number keeps the best point
+        in each fresh population.
     repair : "auto", True or False
         Gradient-based repair of infeasible individuals with the exact constraint
         Jacobian; ``"auto"``: when the problem has equality constraints.
