@@ -96,6 +96,7 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
         PolishInterrupted,
         hair_outside,
         polish,
+        real_gain,
         singular_sides,
         stationarity,
         wide_spread,
@@ -151,9 +152,10 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
             hair = hair_outside(V_c, cand)
             if not ended_inside:  # SLSQP ended off the feasible set: project back (Newton)
                 # an end a hair outside is also aimed only as far inside as it is
-                # outside, the better projection kept: RC29's end 4e-14 outside, aimed
-                # INSIDE (1e-10) within, moved x2 by 5e-11 where the objective's partial
-                # is ~5e6 and lost 2.4e-4
+                # outside, kept where that is feasible and a real gain: RC29's end 4e-14
+                # outside, aimed INSIDE (1e-10) within, moved x2 by 5e-11 where the
+                # objective's partial is ~5e6 and lost 2.4e-4 (f* 3e6); a gain at
+                # rounding level is not taken (it changed RC14's path to a worse end)
                 end, hair_v = cand, float(np.max(V_c))
                 for inside in (INSIDE, hair_v) if hair else (INSIDE,):
                     x_r, used = restore(problem, end, pvec, None if max_evals is None
@@ -162,7 +164,8 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
                         continue
                     nfev += used + 1
                     f_r, V_r = check_point(problem, x_r, pvec)
-                    if cand is end or _key(problem, f_r, V_r) < _key(problem, f_c, V_c):
+                    if cand is end or (np.all(V_r == 0) and not np.all(V_c == 0)) or \
+                            (np.all(V_r == 0) and real_gain(problem, f_r, f_c)):
                         cand, f_c, V_c = x_r, f_r, V_r
             if np.all(V_c == 0) and _key(problem, f_c, V_c) < _key(problem, f_best, V_best):
                 best, f_best, V_best = cand, f_c, V_c

@@ -46,7 +46,7 @@ import time
 
 import numpy as np
 
-from ._polish import hair_outside
+from ._polish import hair_outside, real_gain
 
 __all__ = ["integer_search", "bound_flips", "ENUMERATE", "LINE_VALUES", "PAIR_GENES",
            "SCREEN_ENUMERATE"]
@@ -431,7 +431,7 @@ def bound_flips(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=N
                     (deadline is not None and time.perf_counter() >= deadline):
                 return best, f_best, V_best, nfev, len(tried) <= MAX_TRIES
             x, f, V, nfev, timed_out = _try(problem, start, pvec, max_evals, nfev, deadline)
-            if np.all(V == 0) and sign * f < sign * f_best - 1e-12 * (1 + abs(f_best)):
+            if np.all(V == 0) and real_gain(problem, f, f_best):
                 # a new round of moves only from a real gain, not from rounding noise
                 improved = sign * f < sign * f_best - GAIN * (1 + abs(f_best))
                 best, f_best, V_best = x, f, V

@@ -115,6 +115,7 @@ def piece_moves(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=N
     parameters and returns as :func:`._intsearch.integer_search`."""
     from ..problem._bounds import with_box
     from ._intsearch import _try
+    from ._polish import real_gain
     from ._verdict import check_point
 
     if not np.all(V_best == 0) or not np.isfinite(f_best):
@@ -122,7 +123,6 @@ def piece_moves(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=N
     cuts = breakpoints(problem, pvec)
     if not cuts:
         return best, f_best, V_best, nfev, False
-    sign = -1.0 if problem.maximize else 1.0
     tries = 0
     for _ in range(ROUNDS):
         moves = [(i, a, b) for i, cs in cuts.items()
@@ -141,7 +141,7 @@ def piece_moves(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=N
                                             max_evals, nfev, deadline)
             f, V = check_point(problem, x, pvec)  # on the problem itself
             nfev += 1
-            if np.all(V == 0) and sign * f < sign * f_best - 1e-12 * (1 + abs(f_best)):
+            if np.all(V == 0) and real_gain(problem, f, f_best):
                 best, f_best, V_best, improved = x, f, V, True
             if timed_out:
                 return best, f_best, V_best, nfev, True

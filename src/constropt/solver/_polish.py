@@ -23,7 +23,7 @@ from ._scipy import STRICT_MARGIN, ScipyBridge, conjunctive_leaves
 
 __all__ = ["conjunctive_leaves", "polish", "Counter", "STRICT_MARGIN", "PolishInterrupted",
            "singular_sides", "wide_spread", "hair_outside", "HAIR", "stationarity",
-           "STATIONARY"]
+           "STATIONARY", "real_gain", "TIE"]
 
 
 class Counter:
@@ -195,6 +195,17 @@ def singular_sides(problem, x: np.ndarray, pvec: np.ndarray):
         out[free] = _singular_sides(bridge, x[free], problem.lower[free],
                                     problem.upper[free])
     return out, counter.n
+
+
+#: An objective gain of at most this times ``1 + |f|`` is rounding, not a better point.
+TIE = 1e-12
+
+
+def real_gain(problem, f: float, f_ref: float) -> bool:
+    """Whether ``f`` beats ``f_ref`` (in the problem's sense) by more than
+    :data:`TIE` ``* (1 + |f_ref|)``: a move worth taking, not rounding noise."""
+    sign = -1.0 if problem.maximize else 1.0
+    return bool(sign * f < sign * f_ref - TIE * (1 + abs(f_ref)))
 
 
 #: An end violating by at most this (relative to the point's size) is a hair outside.
