@@ -30,6 +30,10 @@ RC02_GA_END = [818999.9999884713, 1130999.9998475558, 2049999.9998639936, 0.0507
 # inequality, f* + 4.5e-5
 RC29_SLSQP_END = [49.999999999989036, 1.1782834512323155, 24.592658096433553,
                   0.38835189144799237]
+# an SLSQP end of RC14's integer search (defaults, seed 23): at the optimum, 1.1e-13 past
+# 3 x10 - x6 + 4 x9 <= 0, with a held neighbour at 0 whose terms are ~3e3
+RC14_HAIR_END = [1.0, 1.0, 1.0, 963.1194195558998, 1444.67912933385, 1309.8240569009677,
+                 20.0, 16.0, 234.99379689361717, 123.28295644216635]
 # the GA's best point on HS062 at seed 4, where SLSQP as given stopped at f* + 0.0015
 HS062_GA_START = [0.6401587277655088, 0.30678488189083786, 0.053057327751368115]
 
@@ -88,6 +92,22 @@ def test_a_hair_outside_end_is_also_projected_only_as_far_as_it_is_outside():
     assert f_far - bench.f_star > 1e-4
     assert f_near - bench.f_star <= 1e-4
     assert f_near - f0 <= 1e-5
+
+
+def test_restore_aims_held_neighbours_inside_when_rounding_pushes_them_out():
+    # the step that cured the violation pushed the held row 40000 x7/x9 + 20000 x8/x10
+    # - 6000 out by 9e-13 (rounding); each violated row counts its 1e-10 aim, so no
+    # halving paid and the point stayed infeasible; the integer search then lost the
+    # optimum (f* + 4829)
+    bench, p, pv = _bench("RC14")
+    end = np.array(RC14_HAIR_END)
+    f0, V0 = check_point(p, end, pv)
+    assert 0 < V0.max() < 1e-12
+    x, used = restore(p, end, pv)
+    f, V = check_point(p, x, pv)
+    assert np.all(V == 0)
+    assert f - bench.f_star <= 1e-6
+    assert np.max(np.abs(x - end) / np.maximum(np.abs(end), 1)) <= 1e-10
 
 
 def test_stationarity_tells_a_kkt_point_from_a_stall():
