@@ -187,7 +187,7 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
             continue
         # a feasible end short of a KKT point: the scaled form from there (HS062 from a
         # GA point: SLSQP as given reported success 0.0078 above the optimum, KKT
-        # residual 1e-3; the scaled form from its end reaches the optimum)
+        # residual 4.8e-4; the scaled form from its end reaches the optimum)
         if not np.all(V_c == 0) or (max_evals is not None and max_evals - nfev < 12):
             break  # 12: the check's 2 evaluations and the 10 a polish needs at least
         kkt, used = stationarity(problem, cand, pvec)
