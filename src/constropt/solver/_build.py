@@ -262,7 +262,8 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
     def new_population(k):
         return _ga.initial(rng, k * S, lo2, hi2, int2, wdtype).reshape(n, k, S)
 
-    budget = Budget.plan(opts.max_evals, opts.polish, alg.evals_per_step)
+    budget = Budget.plan(opts.max_evals, opts.polish, alg.evals_per_step,
+                         int((~problem.integer).sum()))
     time_limit = opts.time_limit
     if deadline is not None:  # the search's clock counts on from a resumed run's elapsed
         before = float(resume["loop"].elapsed) if resume is not None else 0.0
