@@ -159,3 +159,16 @@ def test_ga_restart_leaves_the_wrong_basin_on_rc25(seed, before):
     res = constropt.solve(p, seed=seed, max_evals=500_000, algorithm="ga")
     assert res.feasible
     assert res.fun - bench.f_star <= 1e-4 < before
+
+
+def test_polish_reserve_grows_with_the_continuous_genes():
+    from constropt.solver._finish import RESERVE_PER_GENE, Budget
+
+    # G22 (22 genes) at 500,000: the search ran to its share in 15 of 25 runs, and 300
+    # evaluations (plus the last generation's rest) left 3 of them infeasible
+    assert Budget.plan(500_000, True, 264, genes=22).reserve == 22 * RESERVE_PER_GENE + 1
+    assert Budget.plan(500_000, True, 60, genes=1).reserve == 301  # at least 300
+    assert Budget.plan(500_000, True, 60, genes=2).reserve == 2 * RESERVE_PER_GENE + 1
+    assert Budget.plan(1_000, True, 40, genes=22).reserve == 101   # a tenth at most
+    assert Budget.plan(500_000, False, 264, genes=22).reserve == 1  # the final check
+    assert Budget.plan(None, True, 264, genes=22).search is None
