@@ -172,3 +172,16 @@ def test_polish_reserve_grows_with_the_continuous_genes():
     assert Budget.plan(1_000, True, 40, genes=22).reserve == 101   # a tenth at most
     assert Budget.plan(500_000, False, 264, genes=22).reserve == 1  # the final check
     assert Budget.plan(None, True, 264, genes=22).search is None
+
+
+def test_independent_restart_stops_after_its_short_window():
+    # G08's first run finds the optimum; the GA's "auto" restart cannot improve on it,
+    # so it stops after stagnation // 3 quiet generations instead of a whole second run
+    bench, p, _ = _bench("G08")
+    once = constropt.solve(p, seed=0, algorithm="ga", restarts=0)
+    auto = constropt.solve(p, seed=0, algorithm="ga")
+    pop = 60  # max(60, 20 n), n = 2
+    extra = auto.history.nfev[-1] - once.history.nfev[-1]
+    window = SolveOptions().stagnation // 3
+    assert pop <= extra <= pop * (1 + window + SolveOptions().check_every)
+    assert auto.fun <= once.fun + 1e-12 and abs(auto.fun - bench.f_star) <= 1e-9

@@ -364,7 +364,11 @@ class Driver:
         st.alg = self.algorithm.restart(st.alg, sel, X1, keep)
         to_numpy(st.nfev)[ids] += X1.shape[-1]
         to_numpy(st.restarts)[ids] += 1
-        to_numpy(st.quiet)[ids] = 0
+        # an independent restart's window starts part-spent: it stops after
+        # restart_window quiet generations unless it improves the best point
+        window = self.term.restart_window
+        to_numpy(st.quiet)[ids] = 0 if self.term.restart_keep or window is None else \
+            max(0, self.term.stagnation - window)
         to_numpy(st.since)[ids] = 0
 
     # -- stopping and compaction ----------------------------------------------------------

@@ -28,7 +28,8 @@ class Termination:
     ``ftol``.  ``restarts``: on stagnation start again this many times while the budget
     allows; ``restart_keep``: the best point goes into the fresh population (else the
     restart is independent of the run before it; the driver's best point is kept either
-    way).
+    way), and an independent restart stops after ``restart_window`` generations that do
+    not improve the best point (None: ``stagnation``).
     """
 
     max_generations: int
@@ -41,6 +42,7 @@ class Termination:
     collapse: bool = True
     restarts: int = 0
     restart_keep: bool = True
+    restart_window: int | None = None
 
 
 def improved(f, cv, f_old, cv_old, ftol):

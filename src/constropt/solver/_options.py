@@ -88,7 +88,8 @@ class SolveOptions:
         variables without equalities none with DE (one run and the polish solve
         those) and one with the GA (its population can close on a wrong basin early),
         started without the best point (the result keeps it; a population seeded with
-        it closed on the same basin again).  An explicit number keeps the best point
+        it closed on the same basin again) and stopped after ``stagnation // 3``
+        generations that do not improve the best point.  An explicit number keeps the best point
         in each fresh population.
     repair : "auto", True or False
         Gradient-based repair of infeasible individuals with the exact constraint
