@@ -402,7 +402,6 @@ def bound_flips(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=N
     if not np.all(V_best == 0) or not np.isfinite(f_best):
         return best, f_best, V_best, nfev, False
     lo, hi = problem.lower, problem.upper
-    sign = -1.0 if problem.maximize else 1.0
     tried: set = set()
     for _ in range(ROUNDS):
         tol = 1e-9 * (1.0 + np.abs(best))
@@ -433,7 +432,7 @@ def bound_flips(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=N
             x, f, V, nfev, timed_out = _try(problem, start, pvec, max_evals, nfev, deadline)
             if np.all(V == 0) and real_gain(problem, f, f_best):
                 # a new round of moves only from a real gain, not from rounding noise
-                improved = sign * f < sign * f_best - GAIN * (1 + abs(f_best))
+                improved = real_gain(problem, f, f_best, GAIN)
                 best, f_best, V_best = x, f, V
             if timed_out:
                 return best, f_best, V_best, nfev, True

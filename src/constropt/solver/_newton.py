@@ -183,7 +183,7 @@ def restore(problem, x0: np.ndarray, pvec: np.ndarray, max_evals=None, iters: in
     first gives it a feasible start.  Returns ``(x (N,), used)``: ``x`` the least
     violating point met (``x0`` when nothing helped), ``used`` the evaluations spent.
     """
-    from ._polish import conjunctive_leaves
+    from ._polish import conjunctive_leaves, rounding_scale
 
     free = ~problem.integer
     L = len(problem.leaves)
@@ -236,8 +236,7 @@ def restore(problem, x0: np.ndarray, pvec: np.ndarray, max_evals=None, iters: in
         # x10 on its bound 300 took the whole least-norm step of x5 + 1e5 x10 = 3.3e7)
         target = r
         if aim_held:  # the held rows aimed a few ulps of their size inside as well
-            size = np.abs(J) @ np.maximum(np.abs(x), 1.0) + np.abs(C) + 1.0
-            gap = HELD_ULPS * np.finfo(np.float64).eps * size
+            gap = HELD_ULPS * np.finfo(np.float64).eps * rounding_scale(J, x, C)
             target = np.where((r == 0) & ~eq & (C > -gap), C + gap, r)
         movable = free.copy()
         for _ in range(3):

@@ -23,7 +23,7 @@ from ._scipy import STRICT_MARGIN, ScipyBridge, conjunctive_leaves
 
 __all__ = ["conjunctive_leaves", "polish", "Counter", "STRICT_MARGIN", "PolishInterrupted",
            "singular_sides", "wide_spread", "hair_outside", "HAIR", "stationarity",
-           "STATIONARY", "real_gain", "TIE"]
+           "STATIONARY", "real_gain", "TIE", "rounding_scale"]
 
 
 class Counter:
@@ -201,11 +201,12 @@ def singular_sides(problem, x: np.ndarray, pvec: np.ndarray):
 TIE = 1e-12
 
 
-def real_gain(problem, f: float, f_ref: float) -> bool:
+def real_gain(problem, f: float, f_ref: float, tie: float = TIE) -> bool:
     """Whether ``f`` beats ``f_ref`` (in the problem's sense) by more than
-    :data:`TIE` ``* (1 + |f_ref|)``: a move worth taking, not rounding noise."""
+    ``tie * (1 + |f_ref|)`` (default :data:`TIE`): a move worth taking, not rounding
+    noise."""
     sign = -1.0 if problem.maximize else 1.0
-    return bool(sign * f < sign * f_ref - TIE * (1 + abs(f_ref)))
+    return bool(sign * f < sign * f_ref - tie * (1 + abs(f_ref)))
 
 
 #: An end violating by at most this (relative to the point's size) is a hair outside.
@@ -261,6 +262,14 @@ def _scaled(bridge, cons, z0, lo, hi):
             np.zeros_like(z0), list(zip((lo - z0) / w, (hi - z0) / w)), to_z)
 
 
+def rounding_scale(J: np.ndarray, x: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """Per leaf, the size of the terms its float64 value is rounded at:
+    ``|J| max(|x|, 1) + |C| + 1`` for the Jacobian ``J`` (m, n), point ``x`` (n,) and
+    leaf values ``C`` (m,).  A few ulps of it is how far inside a boundary a point must
+    lie for rounding not to put it outside."""
+    return np.abs(J) @ np.maximum(np.abs(x), 1.0) + np.abs(C) + 1.0
+
+
 #: A settled polish end whose KKT residual (:func:`stationarity`) exceeds this did not
 #: reach a stationary point.
 STATIONARY = 1e-4
@@ -284,6 +293,7 @@ def stationarity(problem, x: np.ndarray, pvec: np.ndarray):
     """
     from scipy.optimize import nnls
 
+
     free = ~problem.integer
     L = len(problem.leaves)
     if not free.any():
@@ -293,7 +303,8 @@ def stationarity(problem, x: np.ndarray, pvec: np.ndarray):
     except Exception:  # no exact derivatives: no verdict
         return 0.0, 0
     M = np.reshape(pvec, (-1, 1))
-    X = np.asarray(x, dtype=np.float64)[:, None]
+    x = np.asarray(x, dtype=np.float64)
+    X = x[:, None]
     with np.errstate(all="ignore"):
         f, C = problem.lowering.functions("numpy")["leaves"](X, M)
         g, J = deriv(X, M)
@@ -302,7 +313,7 @@ def stationarity(problem, x: np.ndarray, pvec: np.ndarray):
     J = np.asarray(J, float).reshape(L, -1)[:, :problem.n] if L else np.zeros((0, problem.n))
     if problem.maximize:
         g = -g
-    unit = np.maximum(np.abs(np.asarray(x, float)[free]), 1.0)  # genes in relative units
+    unit = np.maximum(np.abs(x[free]), 1.0)  # genes in relative units
     g = g[free] * unit
     gn = 1.0 + abs(float(np.reshape(f, -1)[0]))
     if not (np.all(np.isfinite(g)) and np.isfinite(gn)):
@@ -310,7 +321,7 @@ def stationarity(problem, x: np.ndarray, pvec: np.ndarray):
     cols = []
     plain = np.zeros(L, dtype=bool)
     plain[conjunctive_leaves(problem)] = True
-    size = np.abs(J) @ np.maximum(np.abs(x), 1.0) + np.abs(C) + 1.0
+    size = rounding_scale(J, x, C)
     for k, lf in enumerate(problem.leaves):
         row = J[k, free] * unit
         if not np.all(np.isfinite(row)):
@@ -319,7 +330,7 @@ def stationarity(problem, x: np.ndarray, pvec: np.ndarray):
             cols += [row, -row]
         elif C[k] > -ACTIVE * size[k]:
             cols.append(row)
-    lo, hi, xf = problem.lower[free], problem.upper[free], np.asarray(x, float)[free]
+    lo, hi, xf = problem.lower[free], problem.upper[free], x[free]
     near = ACTIVE * np.maximum(np.minimum(hi - lo, unit), 1e-300)
     for i in np.flatnonzero(xf >= hi - near):
         cols.append(np.eye(len(xf))[i])

@@ -33,6 +33,7 @@ from ..problem._rigorous import (
     verdict_of,
     working_precision,
 )
+from ._polish import rounding_scale
 
 __all__ = ["Verification", "verify_point", "certify", "Certified", "PRECISIONS"]
 
@@ -292,7 +293,7 @@ def _newton_moves(problem, x, C, J, bad_leaves):
         return
     eq = np.array([lf.kind == "eq" for lf in problem.leaves], dtype=bool)
     Jf = J[:, free]
-    size = np.abs(Jf) @ np.maximum(np.abs(x[free]), 1.0) + np.abs(C) + 1.0
+    size = rounding_scale(Jf, x[free], C)
     # the failing leaves and every other inequality active at x (a vertex: pushing one
     # leaf inside must not push its neighbour out); every equality, each aimed at the
     # nearer of its value and the inner edge of its band
