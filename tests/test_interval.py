@@ -511,3 +511,30 @@ def test_real_power_encloses_at_tiny_bases(lib, dtype):
             for k, x in enumerate(xs.astype(np.float64)):
                 ref = mp.mpf(float(x)) ** (mp.mpf(exp.numerator) / exp.denominator)
                 assert lo[k] <= ref <= hi[k], (dtype, lib, e, float(x), lo[k], hi[k])
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_overflow_keeps_a_finite_lower_end(lib, dtype):
+    # a real value too large for the dtype is still a real number: its enclosure is
+    # [largest finite, inf] (the outward rounding of an overflowed end steps back from
+    # inf), never [inf, inf], which would exclude every finite value; the mirror image
+    # for the upper end
+    from constropt.lowering._rt_interval import Iv, exp, mul2, neg, powf
+
+    big = float(np.finfo(dtype).max)
+    x = np.array([1e30 if dtype == "float32" else 1e300], dtype=dtype)
+    a = x if lib == "numpy" else torch.tensor(x)
+    iv = Iv(a, a, a != a)
+    huge = np.array([200.0 if dtype == "float32" else 1000.0], dtype=dtype)
+    h = huge if lib == "numpy" else torch.tensor(huge)
+    with np.errstate(all="ignore"):  # as the programs run the NumPy runtime
+        for r in (powf(iv, 2.5), mul2(iv, iv), exp(Iv(h, h, h != h))):
+            assert float(r.lo[0]) == big and float(r.hi[0]) == math.inf
+            assert not bool(r.nan[0])
+        r = mul2(iv, neg(iv))
+        assert float(r.lo[0]) == -math.inf and float(r.hi[0]) == -big
+        # an empty range stays empty
+        e = Iv(a * 0 + math.inf, a * 0 - math.inf, a != a)
+        r = mul2(e, iv)
+        assert float(r.lo[0]) == math.inf and float(r.hi[0]) == -math.inf
