@@ -71,14 +71,6 @@ def worker(seeds: list[int]) -> None:
                       flush=True)
 
 
-def seed_list(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        a, _, b = part.partition("-")
-        out.extend(range(int(a), int(b or a) + 1))
-    return out
-
-
 def run_version(src: str, seeds: list[int]) -> list[dict]:
     env = dict(os.environ, PYTHONPATH=src)
     proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker",
@@ -167,8 +159,9 @@ def main() -> None:
     if not a.before:
         ap.error("--before REV is required")
     from _machine import LoadMonitor, emit, fmt_load
+    from suite import parse_seeds
 
-    seeds = seed_list(a.seeds)
+    seeds = parse_seeds(a.seeds)
     rev = git("rev-parse", "--short", a.before)
     head = git("rev-parse", "--short", "HEAD")
     dirty = " with uncommitted changes" if git("status", "--porcelain", "--", "src") else ""
