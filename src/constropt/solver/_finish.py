@@ -26,6 +26,9 @@ __all__ = ["Budget", "check_point", "diverges", "polish_from", "polish_stage", "
 #: Polish evaluations kept from the search's budget per continuous gene (at least 300).
 RESERVE_PER_GENE = 250
 
+#: Fewest evaluations worth starting an SLSQP polish with.
+MIN_POLISH = 10
+
 
 @dataclass(frozen=True)
 class Budget:
@@ -100,6 +103,7 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
     """
     from ._newton import INSIDE, restore
     from ._polish import (
+        STATIONARITY_EVALS,
         STATIONARY,
         PolishInterrupted,
         hair_outside,
@@ -136,9 +140,9 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
             budget = None if max_evals is None else max_evals - nfev - 1  # 1: the check
             if budget is not None and not scaled_first and not scaled:
                 budget -= reserve
-                if budget < 10:  # leave it to the scaled form
+                if budget < MIN_POLISH:  # leave it to the scaled form
                     continue
-            if budget is not None and budget < 10:
+            if budget is not None and budget < MIN_POLISH:
                 return best, f_best, V_best, nfev, True
             if deadline is not None and time.perf_counter() >= deadline:
                 return best, f_best, V_best, nfev, True
@@ -196,8 +200,9 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
         # a feasible end short of a KKT point: the scaled form from there (HS062 from a
         # GA point: SLSQP as given reported success 0.0078 above the optimum, KKT
         # residual 4.8e-4; the scaled form from its end reaches the optimum)
-        if not np.all(V_c == 0) or (max_evals is not None and max_evals - nfev < 12):
-            break  # 12: the check's 2 evaluations and the 10 a polish needs at least
+        if not np.all(V_c == 0) or (max_evals is not None and
+                                    max_evals - nfev < STATIONARITY_EVALS + MIN_POLISH):
+            break
         kkt, used = stationarity(problem, cand, pvec)
         nfev += used
         if not kkt > STATIONARY:

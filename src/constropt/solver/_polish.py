@@ -275,6 +275,8 @@ def rounding_scale(J: np.ndarray, x: np.ndarray, C: np.ndarray) -> np.ndarray:
 STATIONARY = 1e-4
 #: An inequality within this (relative to its rounding scale) of 0 counts as active.
 ACTIVE = 1e-6
+#: Evaluations :func:`stationarity` takes: the leaves and their derivatives.
+STATIONARITY_EVALS = 2
 
 
 def stationarity(problem, x: np.ndarray, pvec: np.ndarray):
@@ -317,7 +319,7 @@ def stationarity(problem, x: np.ndarray, pvec: np.ndarray):
     g = g[free] * unit
     gn = 1.0 + abs(float(np.reshape(f, -1)[0]))
     if not (np.all(np.isfinite(g)) and np.isfinite(gn)):
-        return 0.0, 2
+        return 0.0, STATIONARITY_EVALS
     cols = []
     plain = np.zeros(L, dtype=bool)
     plain[conjunctive_leaves(problem)] = True
@@ -325,7 +327,7 @@ def stationarity(problem, x: np.ndarray, pvec: np.ndarray):
     for k, lf in enumerate(problem.leaves):
         row = J[k, free] * unit
         if not np.all(np.isfinite(row)):
-            return 0.0, 2
+            return 0.0, STATIONARITY_EVALS
         if lf.kind == "eq" or not plain[k]:
             cols += [row, -row]
         elif C[k] > -ACTIVE * size[k]:
@@ -337,12 +339,12 @@ def stationarity(problem, x: np.ndarray, pvec: np.ndarray):
     for i in np.flatnonzero(xf <= lo + near):
         cols.append(-np.eye(len(xf))[i])
     if not cols:
-        return float(np.linalg.norm(g)) / gn, 2
+        return float(np.linalg.norm(g)) / gn, STATIONARITY_EVALS
     A = np.array(cols).T
     scale = np.max(np.abs(A), axis=0)
     A = A / np.where(scale > 0, scale, 1.0)
     try:
         _, res = nnls(A, -g, maxiter=50 * A.shape[1])
     except RuntimeError:  # no convergence: no verdict
-        return 0.0, 2
-    return float(res) / gn, 2
+        return 0.0, STATIONARITY_EVALS
+    return float(res) / gn, STATIONARITY_EVALS
