@@ -111,3 +111,44 @@ def test_discrete_truss_st_e40_every_seed(algorithm, seed):
     bench = _truss()
     res = constropt.solve(bench.problem(), seed=seed, algorithm=algorithm)
     _assert_truss_optimum(res, bench)
+
+
+def test_screen_from_an_infeasible_truss_end_reaches_the_optimum():
+    # where the defaults' search ended at seed 11 of the suite's 40,000-evaluation budget:
+    # (10, 5, 1) is no feasible assignment (1.7317 i2 + 1.03366 i3 exceeds the x4 its
+    # equality gives) and the result was INFEASIBLE; the screen, with no objective bound
+    # yet, tries the assignments best bound first and the first feasible end bounds the
+    # rest
+    from constropt.solver._intsearch import integer_search
+    from constropt.solver._verdict import check_point
+
+    bench = _truss()
+    problem = bench.problem()
+    pvec = np.zeros(0)
+    x0 = np.array([10.0, 5.0, 1.0, 9.570296])
+    f0, V0 = check_point(problem, x0, pvec)
+    assert not np.all(V0 == 0)
+    xb, f, V, nfev, stop = integer_search(problem, x0, f0, V0, pvec, 2_000, 0)
+    assert np.all(V == 0) and not stop
+    assert tuple(xb[:3]) == (12, 5, 1) and f == pytest.approx(bench.f_star, abs=1e-9)
+    assert 0 < nfev <= 2_000
+
+
+def test_screen_from_an_infeasible_end_keeps_it_when_no_assignment_is_feasible():
+    # the same truss with x4 <= 1: 0.634 i1 + 2.828 i3 <= x4 needs x4 >= 3.462 for every
+    # allowed triple, which the interval screen proves, so no assignment is polished and
+    # the infeasible point comes back as it was
+    from constropt.solver._intsearch import integer_search
+    from constropt.solver._verdict import check_point
+
+    bench = _truss()
+    x4 = bench.variables[3]
+    problem = constropt.Problem(bench.objective, list(bench.constraints) + [x4 <= 1],
+                                bounds=bench.bounds, eq_tol=1e-6)
+    pvec = np.zeros(0)
+    x0 = np.array([10.0, 5.0, 1.0, 9.570296])
+    f0, V0 = check_point(problem, x0, pvec)
+    xb, f, V, nfev, stop = integer_search(problem, x0, f0, V0, pvec, 3_000, 0)
+    assert not np.all(V == 0) and not stop
+    assert np.array_equal(xb, x0) and f == f0
+    assert nfev == 0

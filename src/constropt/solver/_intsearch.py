@@ -194,16 +194,21 @@ def _screen(problem, ints: np.ndarray, cands: np.ndarray, f_best: float, pvec):
 def _best_first(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline, ints,
                 values):
     """Every assignment of the integer genes, screened (:func:`_screen`) and polished in
-    the order of the lower bounds; None when the screen is not available."""
+    the order of the lower bounds; None when the screen is not available.  From an
+    infeasible ``best`` the screen has no objective bound, and the first feasible end
+    becomes the bound for the assignments after it."""
     cands = np.array(list(itertools.product(*values)), dtype=np.float64).reshape(
         -1, ints.size)
-    lb = _screen(problem, ints, cands, f_best, pvec)
+    sign = -1.0 if problem.maximize else 1.0
+    # the objective to beat, minimized sense: none yet where best is infeasible
+    bound = sign * f_best if np.all(V_best == 0) and np.isfinite(f_best) else math.inf
+    lb = _screen(problem, ints, cands, sign * bound, pvec)
     if lb is None:
         return None
-    sign = -1.0 if problem.maximize else 1.0
-    here = tuple(np.round(best[ints]))
+    # best's own assignment is polished already, unless best is infeasible
+    here = tuple(np.round(best[ints])) if bound < math.inf else None
     for tries, k in enumerate(np.argsort(lb, kind="stable")):
-        if not lb[k] < sign * f_best or tries >= MAX_TRIES:
+        if not lb[k] < bound or tries >= MAX_TRIES:
             break  # sorted: no later candidate can do better
         if tuple(cands[k]) == here:
             continue
@@ -213,8 +218,8 @@ def _best_first(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline, 
         start = best.copy()
         start[ints] = cands[k]
         x, f, V, nfev, timed_out = _try(problem, start, pvec, max_evals, nfev, deadline)
-        if np.all(V == 0) and sign * f < sign * f_best:
-            best, f_best, V_best = x, f, V
+        if np.all(V == 0) and sign * f < bound:
+            best, f_best, V_best, bound = x, f, V, sign * f
         if timed_out:
             return best, f_best, V_best, nfev, True
     return best, f_best, V_best, nfev, False
@@ -223,7 +228,8 @@ def _best_first(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline, 
 def integer_search(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=None):
     """Move the integer genes of ``best`` (n,) and polish the rest; keep improvements.
 
-    Moves and the screen start only from a feasible ``best``; where the screen does not
+    The screen runs from any ``best`` (from an infeasible one, in search of a feasible
+    assignment first); the moves only from a feasible one; where the screen does not
     apply, :func:`._intbnb.branch_and_bound` follows, from an infeasible ``best`` too.
 
     Parameters
@@ -250,12 +256,12 @@ def integer_search(problem, best, f_best, V_best, pvec, max_evals, nfev, deadlin
     values = _values(problem, ints)
     screened = all(v is not None for v in values) and \
         math.prod(v.size for v in values) <= SCREEN_ENUMERATE
+    if screened:  # from an infeasible best too: the first feasible assignment found
+        out = _best_first(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline,
+                          ints, values)
+        if out is not None:
+            return out
     if np.all(V_best == 0) and np.isfinite(f_best):
-        if screened:
-            out = _best_first(problem, best, f_best, V_best, pvec, max_evals, nfev,
-                              deadline, ints, values)
-            if out is not None:
-                return out
         best, f_best, V_best, nfev, stop = _local(problem, best, f_best, V_best, pvec,
                                                   max_evals, nfev, deadline, ints, values)
         if stop:
