@@ -23,7 +23,10 @@ better feasible point are dropped, and the rest are polished in the order of the
 objective's lower bound (best first).  A discrete truss whose three areas come from
 ``{1, 2, 3, 5, 8, 10, 12}`` (MINLPLib st_e40: 343 assignments, 52 feasible) keeps 3 of
 them, the optimum first, where single and pair moves from the search's end stop at a
-local optimum two or three genes away.
+local optimum two or three genes away.  From a search that ended infeasible the screen
+has no objective bound: the assignments go best bound first until one polishes to a
+feasible point, whose objective then bounds the rest (st_e40 ended at the infeasible
+(10, 5, 1) in 2 of 25 runs with the defaults).
 
 A move is kept when the polished point is feasible (float64 check) and better; the
 search repeats from a kept point (first improvement) until a round keeps nothing, or
