@@ -78,7 +78,7 @@ def test_interval_screen_keeps_only_better_feasible_truss_assignments():
     ints = np.flatnonzero(problem.integer)
     cands = np.array(list(itertools.product(*_values(problem, ints))), dtype=float)
     assert cands.shape == (343, 3)
-    lb = _screen(problem, ints, cands, 31.0710675, np.zeros(0))
+    lb = _screen(problem, ints, cands, 31.0710675, np.zeros(0))[0]
     kept = {tuple(int(v) for v in cands[k]): lb[k] for k in np.flatnonzero(np.isfinite(lb))}
     # exactly the enumerated assignments with a feasible x4 and 2 i1 + i2 + 1.4142135 i3
     # <= 31.0710675: the screen is rigorous (no feasible one lost) and here also tight
@@ -152,3 +152,26 @@ def test_screen_from_an_infeasible_end_keeps_it_when_no_assignment_is_feasible()
     assert not np.all(V == 0) and not stop
     assert np.array_equal(xb, x0) and f == f0
     assert nfev == 0
+
+
+def test_screened_move_starts_inside_the_propagated_box():
+    # CEC 2020 RC11 (two reactors, one chosen by binaries y1 + y2 = 1): three runs ended
+    # at reactor 2's optimum, 107.375; the screen keeps reactor 1's assignment, but its
+    # polish started from that end's x1 = v1 = 0, where the yield 0.9 (1 - exp(-v1/2)) x1
+    # has no gradient.  Started inside the box propagation leaves for the assignment, it
+    # reaches the optimum 99.238
+    from constropt import benchmarks
+    from constropt.solver._intsearch import integer_search
+    from constropt.solver._verdict import check_point
+
+    bench = benchmarks.get("RC11")
+    problem = bench.problem()
+    pvec = np.zeros(0)
+    x0 = np.array([0.0, 14.999871557116, 0.0, 4.4793808337170375, 0.0, 1.0,
+                   14.99977165711587])
+    f0, V0 = check_point(problem, x0, pvec)
+    assert np.all(V0 == 0) and f0 == pytest.approx(107.375143, abs=1e-5)
+    xb, f, V, nfev, stop = integer_search(problem, x0, f0, V0, pvec, 500_000, 0)
+    assert np.all(V == 0) and not stop
+    assert tuple(xb[4:6]) == (1, 0)
+    assert f == pytest.approx(bench.f_star, abs=1e-4)  # the CEC rule

@@ -177,8 +177,9 @@ def _screen(problem, ints: np.ndarray, cands: np.ndarray, f_best: float, pvec):
     candidate's box: integer genes ``ints`` fixed to a row of ``cands`` (K, k), the other
     genes over their whole range, contracted by forward-backward interval propagation on
     the constraints (``|h| <= eq_tol``) and ``f <= f_best``.  Rigorous: +inf where the box
-    provably holds no feasible point at least as good as ``f_best``.  Returns an array
-    (K,), or None when the problem has no interval model."""
+    provably holds no feasible point at least as good as ``f_best``.  Returns ``(lb, lo,
+    hi)``: the bounds (K,) and the contracted boxes (n, K), or None when the problem has
+    no interval model."""
     from ..problem._fbbt import problem_model
     from ._intbnb import contract_boxes
 
@@ -189,7 +190,8 @@ def _screen(problem, ints: np.ndarray, cands: np.ndarray, f_best: float, pvec):
         hi = np.repeat(np.asarray(problem.upper, dtype=np.float64).reshape(-1, 1), K, 1)
         lo[ints], hi[ints] = cands.T, cands.T
         U = -f_best if problem.maximize else f_best
-        return contract_boxes(problem, model, lo, hi, U, pvec)[2]
+        lo, hi, lb = contract_boxes(problem, model, lo, hi, U, pvec)
+        return lb, lo, hi
     except Exception:  # a construct without an inclusion function: no screening
         return None
 
@@ -205,9 +207,10 @@ def _best_first(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline, 
     sign = -1.0 if problem.maximize else 1.0
     # the objective to beat, minimized sense: none yet where best is infeasible
     bound = sign * f_best if np.all(V_best == 0) and np.isfinite(f_best) else math.inf
-    lb = _screen(problem, ints, cands, sign * bound, pvec)
-    if lb is None:
+    screen = _screen(problem, ints, cands, sign * bound, pvec)
+    if screen is None:
         return None
+    lb, box_lo, box_hi = screen
     # best's own assignment is polished already, unless best is infeasible
     here = tuple(np.round(best[ints])) if bound < math.inf else None
     for tries, k in enumerate(np.argsort(lb, kind="stable")):
@@ -218,7 +221,12 @@ def _best_first(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline, 
         if (max_evals is not None and max_evals - nfev < 20) or \
                 (deadline is not None and time.perf_counter() >= deadline):
             return best, f_best, V_best, nfev, True
-        start = best.copy()
+        # the continuous genes from best, moved into what propagation left of their
+        # range for this assignment (as the branch-and-bound's leaves): RC11's reactor
+        # 1, switched on from reactor 2's end, starts at the flow and volume bounds
+        # propagation gives (x1 = 11.19, v1 = 1.62) instead of at 0, where its yield
+        # z1 = 0.9 (1 - exp(-v1 / 2)) x1 has no gradient and the polish cannot move
+        start = np.clip(best, box_lo[:, k], box_hi[:, k])
         start[ints] = cands[k]
         x, f, V, nfev, timed_out = _try(problem, start, pvec, max_evals, nfev, deadline)
         if np.all(V == 0) and sign * f < bound:
