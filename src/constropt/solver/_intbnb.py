@@ -22,9 +22,9 @@ least bound kept), since one contraction bounds the objective loosely where it c
 continuous genes (the pressure vessel keeps 197 of its 9,408 assignments after one
 contraction and none after the tightening, optimum in hand).  A leaf that still beats
 the incumbent has its continuous genes polished from the best point (clipped into the
-leaf's box) as in the integer search, leaves in the order of their lower bounds, best
-first; a feasible polished point better than the incumbent becomes the incumbent and
-tightens the cut.
+leaf's box, 1% of its width inside its sides: :func:`start_in`) as in the integer
+search, leaves in the order of their lower bounds, best first; a feasible polished point
+better than the incumbent becomes the incumbent and tightens the cut.
 
 When it runs: :func:`._intsearch.integer_search` calls it where the flat screen does
 not apply (some integer gene has more than :data:`._intsearch.LINE_VALUES` values and no
@@ -49,7 +49,8 @@ import time
 
 import numpy as np
 
-__all__ = ["branch_and_bound", "NODE_LIMIT", "LEAF_LIMIT", "BATCH", "REFINE", "REFINE_WIDTH"]
+__all__ = ["branch_and_bound", "start_in", "NODE_LIMIT", "LEAF_LIMIT", "BATCH", "REFINE",
+           "REFINE_WIDTH", "BOX_INSIDE"]
 
 #: Boxes contracted at most (each split contracts two; leaf pieces count too).
 NODE_LIMIT = 4000
@@ -62,6 +63,20 @@ REFINE = 6
 #: Pieces narrower than this share of the box (in every continuous gene) are not
 #: bisected further (nvs01's equality fixes its continuous gene on a leaf).
 REFINE_WIDTH = 1e-3
+
+
+#: Share of a contracted box's width (each side) a polish start keeps from its sides.
+BOX_INSIDE = 0.01
+
+
+def start_in(best, lo, hi):
+    """``best`` (n,) clipped into the box ``[lo, hi]`` shrunk by :data:`BOX_INSIDE` of
+    its (finite) width on each side: a start that is not on a side the propagation drew.
+    st_e40's x4, which its equality fixes to a band 2e-6 wide, clipped onto the band's
+    outward-rounded end cost SLSQP 1,154 evaluations (line searches ending in status 8);
+    1% of the width inside, 3."""
+    w = np.where(np.isfinite(hi - lo), hi - lo, 0.0)
+    return np.clip(best, lo + BOX_INSIDE * w, hi - BOX_INSIDE * w)
 
 
 def contract_boxes(problem, model, lo, hi, U, pvec):
@@ -223,7 +238,7 @@ def branch_and_bound(problem, best, f_best, V_best, pvec, max_evals, nfev, deadl
                 return best, f_best, V_best, nfev, True
             tried.add(key)
             leaves += 1
-            start = np.clip(best, lo_k, hi_k)
+            start = start_in(best, lo_k, hi_k)
             start[ints] = lo_k[ints]
             x, f, V, nfev, timed_out = polish(problem, start, pvec, max_evals, nfev, deadline)
             if np.all(V == 0) and np.isfinite(f) and sign * f < U:

@@ -207,6 +207,8 @@ def _best_first(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline, 
     sign = -1.0 if problem.maximize else 1.0
     # the objective to beat, minimized sense: none yet where best is infeasible
     bound = sign * f_best if np.all(V_best == 0) and np.isfinite(f_best) else math.inf
+    from ._intbnb import start_in
+
     screen = _screen(problem, ints, cands, sign * bound, pvec)
     if screen is None:
         return None
@@ -222,11 +224,11 @@ def _best_first(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline, 
                 (deadline is not None and time.perf_counter() >= deadline):
             return best, f_best, V_best, nfev, True
         # the continuous genes from best, moved into what propagation left of their
-        # range for this assignment (as the branch-and-bound's leaves): RC11's reactor
+        # range for this assignment (as the branch-and-bound's leaves do): RC11's reactor
         # 1, switched on from reactor 2's end, starts at the flow and volume bounds
         # propagation gives (x1 = 11.19, v1 = 1.62) instead of at 0, where its yield
         # z1 = 0.9 (1 - exp(-v1 / 2)) x1 has no gradient and the polish cannot move
-        start = np.clip(best, box_lo[:, k], box_hi[:, k])
+        start = start_in(best, box_lo[:, k], box_hi[:, k])
         start[ints] = cands[k]
         x, f, V, nfev, timed_out = _try(problem, start, pvec, max_evals, nfev, deadline)
         if np.all(V == 0) and sign * f < bound:
