@@ -125,8 +125,26 @@ def _try(problem, start, pvec, max_evals, nfev, deadline):
     """One polish of the continuous genes from ``start`` (integer genes fixed) and its
     float64 check, at margin 0 and then, if it ends a hair outside, 1e-9 inside the
     constraints (:data:`MARGINS`); an infeasible end is projected
-    (:func:`._newton.restore`) and polished once more.  Returns ``(x, f, V, nfev,
-    timed_out)`` of the first feasible end (else the last one)."""
+    (:func:`._newton.restore`) and polished once more.  An infeasible ``start`` (a move
+    sent a gene to a side) is projected first, as :func:`._finish.polish_from` does, and
+    where the polish from the projection ends infeasible, the unprojected start gets its
+    own.  Returns ``(x, f, V, nfev, timed_out)`` of the first feasible end (else the
+    last one)."""
+    from ._newton import restore
+
+    # CEC 2020 RC03 from x2 = 100 (a local optimum 4386 above): the move sending x2 and
+    # x4 to 0, where four rows vanish, left SLSQP with incompatible constraints 1,116
+    # outside; from the projection (7 evaluations) it reaches the optimum
+    x0, used = restore(problem, start, pvec,
+                       None if max_evals is None else max(0, max_evals - nfev - 20))
+    nfev += used
+    out = _try_from(problem, x0, pvec, max_evals, nfev, deadline)
+    if np.array_equal(x0, start) or out[4] or np.all(out[2] == 0):
+        return out  # (a feasible start is not moved)
+    return _try_from(problem, start, pvec, max_evals, out[3], deadline)
+
+
+def _try_from(problem, start, pvec, max_evals, nfev, deadline):
     for margin in MARGINS:
         x, f, V, nfev, timed_out = _try_margin(problem, start, pvec, max_evals, nfev,
                                                deadline, margin)
