@@ -162,7 +162,7 @@ def revive(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=None):
     keep a feasible better point (module docstring).  Same parameters and returns as
     :func:`._intsearch.bound_flips`: ``(x, f, V, nfev, stop)``."""
     from ._intsearch import _try
-    from ._newton import restore
+    from ._newton import budget_left, restore
 
     if not np.all(V_best == 0) or not np.isfinite(f_best):
         return best, f_best, V_best, nfev, False
@@ -197,8 +197,7 @@ def revive(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=None):
                     (deadline is not None and time.perf_counter() >= deadline):
                 return best, f_best, V_best, nfev, True
             # the revived genes add to the constraints: project first, then polish
-            start, used = restore(problem, start, pvec,
-                                  None if max_evals is None else max_evals - nfev - 20)
+            start, used = restore(problem, start, pvec, budget_left(max_evals, nfev))
             nfev += used
             x, f, V, nfev, timed_out = _try(problem, start, pvec, max_evals, nfev, deadline)
             if np.all(V == 0) and sign * f < sign * f_best:

@@ -101,7 +101,7 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
     a ``time.perf_counter()`` value) is spent.  Ctrl-C raises :class:`PolishInterrupted`
     whose ``state`` is ``(x, f, V, nfev)`` with the polish's last point taken if better.
     """
-    from ._newton import INSIDE, restore
+    from ._newton import INSIDE, budget_left, restore
     from ._polish import (
         STATIONARITY_EVALS,
         STATIONARY,
@@ -117,8 +117,7 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
     best0 = best
 
     # an infeasible start is first projected onto the violated constraints (Newton)
-    start, used = restore(problem, start, pvec,
-                          None if max_evals is None else max(0, max_evals - nfev - 20))
+    start, used = restore(problem, start, pvec, budget_left(max_evals, nfev))
     nfev += used
     # Two forms of SLSQP: on the problem as given, and in scaled form (genes in box
     # units, rows by gradient norm).  The second runs where the first ends infeasible at
@@ -170,8 +169,8 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
                 # rounding level is not taken (it changed RC14's path to a worse end)
                 end, hair_v = cand, float(np.max(V_c))
                 for inside in (INSIDE, hair_v) if hair else (INSIDE,):
-                    x_r, used = restore(problem, end, pvec, None if max_evals is None
-                                        else max(0, max_evals - nfev - 20), inside=inside)
+                    x_r, used = restore(problem, end, pvec, budget_left(max_evals, nfev),
+                                        inside=inside)
                     if used <= 1:
                         continue
                     nfev += used + 1

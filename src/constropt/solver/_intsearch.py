@@ -130,7 +130,7 @@ def _try(problem, start, pvec, max_evals, nfev, deadline):
     projected and polished again from the projection, as :func:`._finish.polish_from`
     starts.  Returns ``(x, f, V, nfev, timed_out)`` of the first feasible end (else the
     last one)."""
-    from ._newton import restore
+    from ._newton import budget_left, restore
 
     out = _try_from(problem, start, pvec, max_evals, nfev, deadline)
     if out[4] or np.all(out[2] == 0):
@@ -141,8 +141,7 @@ def _try(problem, start, pvec, max_evals, nfev, deadline):
     # after a failure: from RC04's end at seed 5 the plain start polished to the optimum
     # and the projected one to the same point as before
     nfev = out[3]
-    x0, used = restore(problem, start, pvec,
-                       None if max_evals is None else max(0, max_evals - nfev - 20))
+    x0, used = restore(problem, start, pvec, budget_left(max_evals, nfev))
     nfev += used
     if np.array_equal(x0, start):  # a feasible start, or no projection found
         return out[:3] + (nfev, out[4])
@@ -168,12 +167,12 @@ MARGINS = (0.0, 1e-9)
 
 
 def _try_margin(problem, start, pvec, max_evals, nfev, deadline, margin):
-    from ._newton import restore
+    from ._newton import budget_left, restore
     from ._polish import polish, wide_spread
     from ._verdict import check_point
 
     def left():
-        return None if max_evals is None else max(0, max_evals - nfev - 20)
+        return budget_left(max_evals, nfev)
 
     info: dict = {}
     x, used = polish(problem, start, pvec, max_evals=left(), margin=margin,
@@ -225,13 +224,13 @@ def _best_first(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline, 
     the order of the lower bounds; None when the screen is not available.  From an
     infeasible ``best`` the screen has no objective bound, and the first feasible end
     becomes the bound for the assignments after it."""
+    from ._intbnb import start_in
+
     cands = np.array(list(itertools.product(*values)), dtype=np.float64).reshape(
         -1, ints.size)
     sign = -1.0 if problem.maximize else 1.0
     # the objective to beat, minimized sense: none yet where best is infeasible
     bound = sign * f_best if np.all(V_best == 0) and np.isfinite(f_best) else math.inf
-    from ._intbnb import start_in
-
     screen = _screen(problem, ints, cands, sign * bound, pvec)
     if screen is None:
         return None
@@ -441,6 +440,8 @@ def bound_flips(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=N
     is interior costs nothing here.  Same parameters and returns as
     :func:`integer_search`.
     """
+    from ._newton import budget_left
+
     if not np.all(V_best == 0) or not np.isfinite(f_best):
         return best, f_best, V_best, nfev, False
     lo, hi = problem.lower, problem.upper
@@ -453,7 +454,7 @@ def bound_flips(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=N
         if side.size == 0 or side.size > FLIP_GENES:
             break
         partners, used = _partner_moves(problem, best, pvec, side, on_lo, on_hi,
-                                        None if max_evals is None else max_evals - nfev - 20)
+                                        budget_left(max_evals, nfev))
         nfev += used
         moves = [((i,), ()) for i in side] + \
             [(pair, ()) for pair in itertools.combinations(side, 2)] + partners

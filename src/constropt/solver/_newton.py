@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["polish_batch", "evals_per_iteration", "restore"]
+__all__ = ["polish_batch", "evals_per_iteration", "restore", "budget_left", "KEEP_BACK"]
 
 
 def evals_per_iteration(problem) -> int:
@@ -167,6 +167,16 @@ INSIDE = 1e-10
 HOLD = 1e-8
 #: ulps of its size a held inequality is aimed inside when a plain step did not help.
 HELD_ULPS = 64
+
+#: Evaluations a finishing step keeps back from what it passes to a restoration or a
+#: polish, for the checks after it.
+KEEP_BACK = 20
+
+
+def budget_left(max_evals, nfev):
+    """What a restoration or polish may spend after ``nfev`` of ``max_evals`` (None: no
+    limit), :data:`KEEP_BACK` held back; never negative."""
+    return None if max_evals is None else max(0, max_evals - nfev - KEEP_BACK)
 
 
 def restore(problem, x0: np.ndarray, pvec: np.ndarray, max_evals=None, iters: int = 30,

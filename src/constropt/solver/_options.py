@@ -89,8 +89,8 @@ class SolveOptions:
         those) and one with the GA (its population can close on a wrong basin early),
         started without the best point (the result keeps it; a population seeded with
         it closed on the same basin again) and stopped after ``stagnation // 3``
-        generations that do not improve the best point.  An explicit number keeps the best point
-        in each fresh population.
+        generations that do not improve the best point.  An explicit number keeps the
+        best point in each fresh population.
     repair : "auto", True or False
         Gradient-based repair of infeasible individuals with the exact constraint
         Jacobian; ``"auto"``: when the problem has equality constraints.

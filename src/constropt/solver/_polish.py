@@ -295,7 +295,6 @@ def stationarity(problem, x: np.ndarray, pvec: np.ndarray):
     """
     from scipy.optimize import nnls
 
-
     free = ~problem.integer
     L = len(problem.leaves)
     if not free.any():
