@@ -21,9 +21,11 @@ class Status(enum.Enum):
     INTERRUPTED = "interrupted (KeyboardInterrupt); the result is the best point so far"
     UNDEFINED = ("the objective is not a finite number (NaN or overflow) at every feasible "
                  "point found")
+    NOT_CONFIRMED = ("the optimum is not confirmed: the objective may still decrease beyond "
+                     "the returned point")
 
     @property
     def failed(self) -> bool:
         """Statuses for which ``success`` is False."""
         return self in (Status.INFEASIBLE, Status.UNBOUNDED, Status.INTERRUPTED,
-                        Status.UNDEFINED)
+                        Status.UNDEFINED, Status.NOT_CONFIRMED)

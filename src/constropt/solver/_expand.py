@@ -27,12 +27,20 @@ _NEAR = 1e-3
 _BEYOND = 0.1
 
 
-def pressed_sides(problem, box, x: np.ndarray, f: float, pvec: np.ndarray):
+#: Further probes beyond a pressed side, as shares of :data:`_BEYOND`, tried where the
+#: first is infeasible or no better: a constraint such as ``cos(v**2) < 0.29`` holds on
+#: an unbounded set in stripes that one probe point may miss.
+_RETRIES = np.array([0.618, 0.382, 0.854, 0.236, 0.927, 0.146, 0.472])
+
+
+def pressed_sides(problem, box, x: np.ndarray, f: float, pvec: np.ndarray, budget=None):
     """Soft sides of ``box`` that the feasible point ``x`` (objective ``f``) presses on
     with the objective improving beyond them.
 
-    Returns ``(lower, upper, evaluations)``: boolean masks of shape (n,) and the number of
-    probe points evaluated (one per candidate side).
+    One probe point per candidate side, :data:`_BEYOND` of the width outside it; where
+    that one is infeasible or no better, the retries :data:`_RETRIES` nearer the side
+    (at most ``budget`` evaluations in all; None: no limit).  Returns ``(lower, upper,
+    evaluations)``: boolean masks of shape (n,) and the number of probe points evaluated.
     """
     soft = problem._soft
     lo, hi = box.lower, box.upper
@@ -43,18 +51,28 @@ def pressed_sides(problem, box, x: np.ndarray, f: float, pvec: np.ndarray):
     if idx.size == 0:
         return cand_lo, cand_hi, 0
     step = np.concatenate([-np.ones(cand_lo.sum()), np.ones(cand_hi.sum())])
-    pts = np.repeat(x[:, None], idx.size, axis=1)
     edge = np.where(step < 0, lo[idx], hi[idx])
-    pts[idx, np.arange(idx.size)] = np.clip(edge + step * _BEYOND * width[idx],
-                                            soft.hard_lower[idx], soft.hard_upper[idx])
-    fp, V = report_numpy(problem, pts, pvec)
     sign = -1.0 if problem.maximize else 1.0
-    better = (V == 0).all(axis=0) & (sign * fp < sign * f)
+    left = np.inf if budget is None else budget
+    better = np.zeros(idx.size, dtype=bool)
+    used = 0
+    for share in np.concatenate([[1.0], _RETRIES]):
+        todo = np.flatnonzero(~better)
+        if todo.size == 0 or todo.size > left:
+            break
+        pts = np.repeat(x[:, None], todo.size, axis=1)
+        pts[idx[todo], np.arange(todo.size)] = np.clip(
+            edge[todo] + step[todo] * share * _BEYOND * width[idx[todo]],
+            soft.hard_lower[idx[todo]], soft.hard_upper[idx[todo]])
+        fp, V = report_numpy(problem, pts, pvec)
+        used += todo.size
+        left -= todo.size
+        better[todo] = (V == 0).all(axis=0) & (sign * fp < sign * f)
     out_lo, out_hi = np.zeros_like(cand_lo), np.zeros_like(cand_hi)
     k = int(cand_lo.sum())
     out_lo[idx[:k]] = better[:k]
     out_hi[idx[k:]] = better[k:]
-    return out_lo, out_hi, int(idx.size)
+    return out_lo, out_hi, used
 
 
 def expand(problem, box, lower_mask: np.ndarray, upper_mask: np.ndarray, last: bool):

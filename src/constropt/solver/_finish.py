@@ -17,7 +17,15 @@ import sympy as sp
 from .._errors import OptionError
 from ..problem._evaluate import report_numpy
 from ._result import History, Result, Status
-from ._verdict import UNBOUNDED_LEVEL, check_point, diverges_many, objective_verdict, point_dict
+from ._verdict import (
+    UNBOUNDED_LEVEL,
+    check_point,
+    diverges_many,
+    edge_suspect,
+    objective_verdict,
+    point_dict,
+    ray_probe,
+)
 from ._verdict import diverges as diverges_one
 
 __all__ = ["Budget", "check_point", "diverges", "polish_from", "polish_stage", "finish",
@@ -400,17 +408,44 @@ def verdict(problem, best, f_best, V_best, pvec, reason, nfev: int, limit, *,
         status, message = reason, reason.value
         fmin = -f_best if problem.maximize else f_best
         flag = fmin <= -UNBOUNDED_LEVEL
+        owed = False  # a probe the budget did not allow
+        where = problem if box is None else box
         if not flag and reason is not Status.TARGET:
             if unbounded is not None:
                 flag, nfev = unbounded[0], nfev + unbounded[1]
             elif problem.n <= 2000 and (limit is None or nfev + probe_cost(problem) <= limit):
-                flag, used = diverges_one(problem if box is None else box, best,
-                                          np.reshape(pvec, -1))
+                flag, used = diverges_one(where, best, np.reshape(pvec, -1))
                 nfev += used
+            else:
+                owed = True
         if flag and reason is not Status.TARGET:
             status = Status.UNBOUNDED
             message = (f"{Status.UNBOUNDED.value} (best objective {f_best:.3g}; the "
                        "objective diverges inside the box or as x approaches its edge)")
+        elif reason is not Status.TARGET and problem.n <= 2000:
+            ray = ray_probe(problem, where, best, f_best, pvec,
+                            None if limit is None else limit - nfev)
+            nfev += ray.used
+            if ray.status is Status.UNBOUNDED:
+                status = Status.UNBOUNDED
+                message = (f"{Status.UNBOUNDED.value}: along the feasible ray from x with "
+                           f"{ray.where}, the objective reaches {ray.fun:.6g} (best "
+                           f"objective in the box {f_best:.6g})")
+            elif ray.status is Status.NOT_CONFIRMED:
+                status = Status.NOT_CONFIRMED
+                message = (f"{Status.NOT_CONFIRMED.value}: a feasible point with "
+                           f"{ray.where} has objective {ray.fun:.6g}, better than the "
+                           f"result's {f_best:.6g} (the search box did not reach it; pass "
+                           "bounds= to search there, or raise max_evals)")
+            elif owed or ray.short:
+                suspect, used = edge_suspect(problem, where, best, pvec)
+                nfev += used
+                if suspect:
+                    status = Status.NOT_CONFIRMED
+                    message = (f"{Status.NOT_CONFIRMED.value}: the evaluation budget ran "
+                               "out before the unboundedness probe of the returned point, "
+                               "which lies at an open or strict side of the box (raise "
+                               f"max_evals; search ended: {reason.value})")
     return best, f_best, V_best, nfev, status, message, checked
 
 
@@ -431,8 +466,9 @@ def constant_note(problem, checked) -> str:
 
 
 def probe_cost(problem) -> int:
-    """Evaluations :func:`diverges` spends per instance."""
-    return 2 * int((~problem.integer).sum()) * (45 + 330) + 1
+    """Evaluations :func:`diverges` spends per instance at most (bisection and
+    approaches along each free coordinate both ways: 45; the edge approaches: 11)."""
+    return 2 * int((~problem.integer).sum()) * (45 + 11) + 1
 
 
 def make_result(problem, inst, x, f, V, nfev, status, message, checked, *, seed, device,

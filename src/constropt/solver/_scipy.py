@@ -56,6 +56,7 @@ SCIPY_STATUS = {
     "UNBOUNDED": 7,
     "INTERRUPTED": 8,
     "UNDEFINED": 9,
+    "NOT_CONFIRMED": 10,
 }
 
 @dataclass(frozen=True, eq=False)

@@ -178,7 +178,9 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
                 reason in (Status.INTERRUPTED, Status.CALLBACK, Status.TARGET,
                            Status.UNBOUNDED, Status.TIME_LIMIT):
             break
-        lo_m, hi_m, used = pressed_sides(problem, box, best, f_best, pvec)
+        lo_m, hi_m, used = pressed_sides(problem, box, best, f_best, pvec,
+                                         None if opts.max_evals is None else
+                                         opts.max_evals - nfev)
         nfev += used
         if not (lo_m.any() or hi_m.any()):
             break
@@ -196,9 +198,13 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
     best, f_best, V_best, nfev, status, message, checked = verdict(
         problem, best, f_best, V_best, pvec, reason, nfev, opts.max_evals, box=box)
     feasible = checked.feasible
-    if feasible and status is reason and reason is not Status.TARGET and \
-            pressed is not None:  # the box stopped expanding with the best point on a side
+    if feasible and reason is not Status.TARGET and pressed is not None and \
+            (status is reason or status is Status.UNBOUNDED):
+        # the box stopped expanding with the best point on a side
         if not open_side(problem, *pressed):
+            if status is reason:  # a better feasible point lies beyond the side
+                status = Status.NOT_CONFIRMED
+                message = Status.NOT_CONFIRMED.value
             message += (f"; the best point presses on the search box side of "
                         f"{describe(problem, box, *pressed)}, short of the given bound: the "
                         "budget ended the box's expansion")
