@@ -18,12 +18,12 @@ import numpy as np
 import sympy as sp
 
 from .._errors import ProblemError
-from ._constraints import Leaf
+from ._constraints import Constraint, Leaf
 
 __all__ = ["BoundsWarning", "make_bounds", "is_integer", "default_box", "problem_scale",
            "with_box", "SoftSides", "HUGE_BOUND", "IMPLIED_LIMIT", "DEFAULT_BOUND",
            "parameter_box",
-           "parameter_bound_constraints"]
+           "parameter_bound_constraints", "domain_constraints"]
 
 #: The largest half-width of the automatic default box (``default_bound=None``).
 DEFAULT_BOUND = 1000.0
@@ -233,6 +233,9 @@ def make_bounds(variables, layout, constraints, bounds, default_bound, parameter
     if not param_bounds:  # a box that follows parameter values is not propagated once
         lo, hi, strict_lo, strict_hi, proof, implied = _tighten(
             variables, layout, constraints, lo, hi, strict_lo, strict_hi, eq_tol)
+        if proof is None and exprs:
+            lo, hi, implied = _domain_sides(variables, layout, constraints, exprs[0], lo, hi,
+                                            strict_lo, strict_hi, eq_tol, implied)
     missing = []
     box = {}
     n = sum(b.size for b in layout.blocks)
@@ -309,6 +312,64 @@ def parameter_box(problem, P: np.ndarray):
         raise ProblemError(f"the bounds of {', '.join(bad)} are empty (lower above upper) for "
                            "the given parameter values")
     return with_box(problem, lower, upper)
+
+
+def domain_constraints(objective) -> list:
+    """Where the objective is defined, as constraints for bound propagation: ``a >= 0``
+    for each ``log(a)`` and each power of ``a`` with a non-integer exponent
+    (``sqrt(a)``, ``a**0.6``) the objective evaluates unconditionally (not inside a
+    ``Piecewise``, whose branches are evaluated only where they apply).
+
+    Outside these sets the objective is NaN, so no such point can be the answer; a
+    divisor's ``a != 0`` is no interval and is left out.
+    """
+    found, stack = [], [objective]
+    while stack:
+        e = stack.pop()
+        if not isinstance(e, sp.Basic) or isinstance(e, sp.Piecewise) or not e.free_symbols:
+            continue
+        arg = None
+        if isinstance(e, sp.log):
+            arg = e.args[0]
+        elif isinstance(e, sp.Pow) and e.exp.is_number and e.exp.is_integer is False:
+            arg = e.base
+        if arg is not None and arg.free_symbols and arg.is_nonnegative is not True:
+            found.append(arg)
+        stack.extend(e.args)
+    out, seen = [], set()
+    for a in found:
+        if a not in seen:
+            seen.add(a)
+            out.append(Constraint(sp.Ge(a, 0, evaluate=False), Leaf(-a, "le")))
+    return out
+
+
+def _domain_sides(variables, layout, constraints, objective, lo, hi, strict_lo, strict_hi,
+                  eq_tol, implied):
+    """Sides still open after propagation that the objective's domain closes
+    (:func:`domain_constraints`, propagated with the constraints): ``x*log(x)`` with
+    ``x`` unbounded gets ``x >= 0``, and ``x + y == 1`` then ``x <= 1``.  Only open
+    sides move (a given or propagated bound is kept as it was), and they become implied
+    sides (see :data:`IMPLIED_LIMIT`).  Returns ``(lo, hi, implied)``."""
+    open_side = any(not (math.isfinite(lo[v]) and math.isfinite(hi[v])) for v in variables)
+    if not open_side:
+        return lo, hi, implied
+    extra = domain_constraints(objective)
+    if not extra:
+        return lo, hi, implied
+    lo2, hi2, _, _, proof, moved = _tighten(variables, layout, (*constraints, *extra), lo, hi,
+                                            strict_lo, strict_hi, eq_tol)
+    if proof is not None:  # the constraints hold only where the objective is undefined:
+        return lo, hi, implied  # the solve says so (UNDEFINED), no box from it
+    lo, hi, implied = dict(lo), dict(hi), set(implied)
+    for v, side in moved:
+        if side == "lo" and not math.isfinite(lo[v]):
+            lo[v] = lo2[v]
+            implied.add((v, side))
+        if side == "hi" and not math.isfinite(hi[v]):
+            hi[v] = hi2[v]
+            implied.add((v, side))
+    return lo, hi, implied
 
 
 def _tighten(variables, layout, constraints, lo, hi, strict_lo, strict_hi, eq_tol):

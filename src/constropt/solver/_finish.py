@@ -428,15 +428,16 @@ def verdict(problem, best, f_best, V_best, pvec, reason, nfev: int, limit, *,
             nfev += ray.used
             if ray.status is Status.UNBOUNDED:
                 status = Status.UNBOUNDED
-                message = (f"{Status.UNBOUNDED.value}: along the feasible ray from x with "
-                           f"{ray.where}, the objective reaches {ray.fun:.6g} (best "
-                           f"objective in the box {f_best:.6g})")
+                message = (f"{Status.UNBOUNDED.value}: along a feasible ray from the "
+                           f"returned point ({ray.where} beyond the search box) the "
+                           f"objective reaches {ray.fun:.6g} (best objective in the box "
+                           f"{f_best:.6g})")
             elif ray.status is Status.NOT_CONFIRMED:
                 status = Status.NOT_CONFIRMED
-                message = (f"{Status.NOT_CONFIRMED.value}: a feasible point with "
-                           f"{ray.where} has objective {ray.fun:.6g}, better than the "
-                           f"result's {f_best:.6g} (the search box did not reach it; pass "
-                           "bounds= to search there, or raise max_evals)")
+                message = (f"{Status.NOT_CONFIRMED.value}: a feasible point beyond the "
+                           f"search box ({ray.where}) has objective {ray.fun:.6g}, better "
+                           f"than the result's {f_best:.6g} (pass bounds= to search there, "
+                           "or raise max_evals)")
             elif owed or ray.short:
                 suspect, used = edge_suspect(problem, where, best, pvec)
                 nfev += used

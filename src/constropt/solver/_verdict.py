@@ -240,14 +240,14 @@ def _rays(problem, box, x):
     for i in range(problem.n):
         for sgn, ok, near, side in (
                 (-1.0, soft.lower[i] and x[i] > soft.hard_lower[i],
-                 x[i] - lo[i] <= _NEAR * width[i], "below"),
+                 x[i] - lo[i] <= _NEAR * width[i], "decreasing"),
                 (1.0, soft.upper[i] and x[i] < soft.hard_upper[i],
-                 hi[i] - x[i] <= _NEAR * width[i], "above")):
+                 hi[i] - x[i] <= _NEAR * width[i], "increasing")):
             if ok:
                 d = np.zeros(problem.n)
                 d[i] = sgn * width[i]
                 dirs.append(d)
-                desc.append(f"{names[i]} {side} the search box")
+                desc.append(f"{names[i]} {side}")
                 pressed.append(bool(near))
     if not dirs:
         return np.zeros((0, problem.n)), [], np.zeros(0, dtype=bool)
