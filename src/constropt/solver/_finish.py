@@ -438,7 +438,12 @@ def verdict(problem, best, f_best, V_best, pvec, reason, nfev: int, limit, *,
                            f"search box ({ray.where}) has objective {ray.fun:.6g}, better "
                            f"than the result's {f_best:.6g} (pass bounds= to search there, "
                            "or raise max_evals)")
-            elif owed or ray.short:
+            elif ray.short:  # a ray beyond a default side left unprobed
+                status = Status.NOT_CONFIRMED
+                message = (f"{Status.NOT_CONFIRMED.value}: the evaluation budget ran out "
+                           "before the probe beyond the default sides of the search box "
+                           f"(raise max_evals, or give bounds; search ended: {reason.value})")
+            elif owed:
                 suspect, used = edge_suspect(problem, where, best, pvec)
                 nfev += used
                 if suspect:
