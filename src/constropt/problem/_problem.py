@@ -17,7 +17,13 @@ import sympy as sp
 
 from .._errors import ProblemError
 from ..lowering import Layout, Lowering
-from ._bounds import DEFAULT_BOUND, BoundsWarning, make_bounds, parameter_bound_constraints
+from ._bounds import (
+    DEFAULT_BOUND,
+    BoundsWarning,
+    bounds_dict,
+    make_bounds,
+    parameter_bound_constraints,
+)
 from ._constraints import Constraint, Leaf, normalize_constraint
 from ._evaluate import Evaluation
 from ._validate import (
@@ -43,9 +49,14 @@ class Problem:
     variables : sequence of sympy Symbols (or IndexedBase/MatrixSymbol), optional
         The decision variables in the order of ``x_array``.  Default: every free symbol
         that is not a parameter, in natural name order (``x2`` before ``x10``).
-    bounds : dict, optional
-        ``{symbol: (lo, hi)}``; either side may be ``None``.  Overrides the bounds that
-        constropt extracts from single-variable linear constraints.  A side may be a
+    bounds : dict, sequence of pairs or scipy.optimize.Bounds, optional
+        ``{symbol: (lo, hi)}``; either side may be ``None`` (or an infinity).  Overrides
+        the bounds that constropt extracts from single-variable linear constraints.  As
+        in scipy, also a sequence of ``(lo, hi)`` pairs, one per variable in the order of
+        :attr:`variables` (``variables=`` when given, else natural name order; a vector
+        variable takes one pair for all its elements), or a ``scipy.optimize.Bounds``
+        (``lb``/``ub`` scalars or one value per variable; ``keep_feasible`` is ignored:
+        the search never leaves the box).  A side may be a
         sympy expression in the parameters (``{x: (-r, r)}``): it is also added to the
         constraints (``x >= -r``, ``x <= r``), and each solve searches the box of the
         parameter values it is given (``solve_batch``: the hull over the instances).
@@ -112,6 +123,7 @@ class Problem:
                                "nor the constraints contain a symbol that is not a parameter; "
                                "pass variables=[...] or use a symbol in the objective")
         self._layout = _make_layout(self._variables, tuple(self._parameters))
+        bounds = bounds_dict(bounds, self._variables)
         (self._lower, self._upper, self._integer, self._box, self._soft,
          self._param_bounds, self._proof) = make_bounds(
             self._variables, self._layout, self._constraints, bounds, default_bound,

@@ -191,7 +191,7 @@ def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None
     if opts.backend == "numpy":  # a conflict is named before the device is checked
         choose_backend("numpy", device, compile, 0)
     check_device(device)  # a bad device is reported before any work
-    seed = _seed(seed)
+    seed = _seed(seed, opts.rng)
     M, pdict = _param_matrix(problem, parameters)
     problem = parameter_box(problem, M)  # the hull of per-instance bounds (also constraints)
     search = Search._create(problem, opts, device, dtype, seed, compile, M, t_start=t_start)

@@ -10,7 +10,7 @@ import numpy as np
 from .._errors import SolveFailedError
 from ._build import COMPILE_THRESHOLD, POLISH_TIME_SHARE, _problem_of, _seed
 from ._finish import constant_note, polish_from, polish_stage, verdict
-from ._options import SolveOptions
+from ._options import SolveOptions, stored_options
 from ._result import History, Result, Status
 from ._verdict import UNBOUNDED_LEVEL, check_point, point_dict
 
@@ -80,7 +80,7 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
         choose_backend("numpy", device, compile, 0)
     check_device(device)  # "auto" and "cpu" without importing torch
     dev = device
-    seed = _seed(seed)
+    seed = _seed(seed, opts.rng)
     problem, pvec, t_lower = _problem_of(objective, constraints, variables, bounds, maximize,
                                          opts, options)
     from ..problem._fbbt import prove_infeasible
@@ -95,9 +95,7 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
         return result
     settings = {"seed": seed, "device": str(dev), "dtype": dtype, "compile": compile,
                 "cross_check": cross_check, "pvec": pvec,
-                "options": {k: v for k, v in vars(opts).items()
-                            if k not in ("callback", "progress", "checkpoint",
-                                         "on_generation")}}
+                "options": stored_options(opts)}
     return _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_start,
                     {"lowering": t_lower}, settings)
 
