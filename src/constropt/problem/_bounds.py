@@ -13,8 +13,9 @@ from __future__ import annotations
 import math
 import sys
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 import sympy as sp
@@ -22,10 +23,17 @@ import sympy as sp
 from .._errors import ProblemError
 from ._constraints import Leaf
 
-__all__ = ["BoundsWarning", "make_bounds", "bounds_dict", "is_integer", "default_box",
+if TYPE_CHECKING:
+    from scipy.optimize import Bounds
+
+__all__ = ["BoundsLike", "BoundsWarning", "make_bounds", "bounds_dict", "is_integer", "default_box",
            "problem_scale", "with_box", "SoftSides", "HUGE_BOUND", "IMPLIED_LIMIT",
            "DEFAULT_BOUND", "parameter_box",
            "parameter_bound_constraints"]
+
+#: What ``bounds=`` accepts: ``{symbol: (lo, hi)}``, a sequence of ``(lo, hi)`` pairs in
+#: variable order, or a ``scipy.optimize.Bounds`` (see :func:`bounds_dict`).
+BoundsLike = Union[Mapping[Any, Sequence[Any]], Sequence[Sequence[Any]], "Bounds", None]
 
 #: The largest half-width of the automatic default box (``default_bound=None``).
 DEFAULT_BOUND = 1000.0

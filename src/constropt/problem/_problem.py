@@ -9,8 +9,11 @@ cross-check) reads the frozen problem.
 from __future__ import annotations
 
 import math
+import os
 import warnings
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import sympy as sp
@@ -19,6 +22,7 @@ from .._errors import ProblemError
 from ..lowering import Layout, Lowering
 from ._bounds import (
     DEFAULT_BOUND,
+    BoundsLike,
     BoundsWarning,
     bounds_dict,
     make_bounds,
@@ -32,6 +36,9 @@ from ._validate import (
     _make_layout,
     _order_variables,
 )
+
+if TYPE_CHECKING:
+    from ._fitness import Fitness
 
 __all__ = ["Problem", "Evaluation", "BoundsWarning", "DEFAULT_BOUND"]
 
@@ -89,9 +96,10 @@ class Problem:
         The generated code (readable Python).
     """
 
-    def __init__(self, objective, constraints=(), *, variables=None, bounds=None,
-                 maximize: bool = False, parameters=None, eq_tol: float = 1e-4,
-                 default_bound: float | None = None):
+    def __init__(self, objective: sp.Expr, constraints: Iterable[Any] | sp.Basic = (), *,
+                 variables: Sequence[sp.Basic] | None = None, bounds: BoundsLike = None,
+                 maximize: bool = False, parameters: Mapping[sp.Symbol, float] | None = None,
+                 eq_tol: float = 1e-4, default_bound: float | None = None) -> None:
         self._objective = _check_objective(objective)
         if isinstance(constraints, (sp.Basic, bool)):
             constraints = [constraints]
@@ -228,7 +236,7 @@ class Problem:
         """Whether any variable is an IndexedBase or MatrixSymbol."""
         return any(b.shape != () for b in self._layout.blocks)
 
-    def parameter_vector(self, values=None) -> np.ndarray:
+    def parameter_vector(self, values: Mapping[sp.Symbol, float] | None = None) -> np.ndarray:
         """Parameter values in layout order, shape (n_params,), float64.
 
         ``values`` (a dict ``{symbol: value}``) overrides the problem's own values.
@@ -244,7 +252,8 @@ class Problem:
         return np.array([merged[p] for p in self._layout.parameters], dtype=np.float64)
 
     # -- evaluation --------------------------------------------------------------------
-    def evaluate(self, points, *, parameters=None, compile="auto") -> Evaluation:
+    def evaluate(self, points: Any, *, parameters: Mapping[sp.Symbol, float] | None = None,
+                 compile: bool | str = "auto") -> Evaluation:
         """Evaluate objective and constraints at a batch of points.
 
         Parameters
@@ -268,8 +277,9 @@ class Problem:
 
         return evaluate_points(self, points, parameters, compile)
 
-    def fitness(self, kind="death", *, layout="rows", device=None, dtype=None,
-                compile=True, penalty=1e6, parameters=None):
+    def fitness(self, kind: str = "death", *, layout: str = "rows", device: Any = None,
+                dtype: Any = None, compile: bool | str = True, penalty: float = 1e6,
+                parameters: Mapping[sp.Symbol, float] | None = None) -> Fitness:
         """A compiled, branch-free fitness function for your own GA loop.
 
         Parameters
@@ -305,8 +315,10 @@ class Problem:
                        compile=compile, penalty=penalty, parameters=parameters)
 
     # -- plots and scipy interop (interface/_plot.py, solver/_scipy.py) ------------------
-    def plot(self, result=None, path=None, resolution: int = 200, *, ax=None, limits=None,
-             parameters=None):
+    def plot(self, result: Any = None, path: str | os.PathLike | None = None,
+             resolution: int = 200, *, ax: Any = None,
+             limits: Mapping[sp.Symbol, tuple[float, float]] | None = None,
+             parameters: Mapping[sp.Symbol, float] | None = None) -> Any:
         """Plot a two-variable problem: feasible region, objective contours, optimum.
 
         Evaluates the problem on a ``resolution`` x ``resolution`` grid over the box
@@ -346,7 +358,8 @@ class Problem:
         return plot_problem(self, result, path, resolution, ax=ax, limits=limits,
                             parameters=parameters)
 
-    def to_scipy(self, parameters=None, *, eq_tol=None, strict_margin: float = 1e-9):
+    def to_scipy(self, parameters: Mapping[sp.Symbol, float] | None = None, *,
+                 eq_tol: float | None = None, strict_margin: float = 1e-9) -> Any:
         """The problem in ``scipy.optimize``'s own form (a :class:`ScipyProblem`).
 
         ``fun`` (minimization sense: negated when ``maximize=True``) and its exact

@@ -9,6 +9,7 @@ import secrets
 import sys
 import time
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -310,6 +311,10 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
     tol = arr(problem.eq_tol, wdtype)
     P = arr(M, wdtype)[:, :, None]     # (n_p, B, 1)
     rng = Random(backend, seed, dev)
+    shape: tuple[int, ...]
+    cfg: Any
+    key: tuple
+    alg: Any
     if algorithm == "ga":
         shape = (n, 1)
         cfg = _ga.GAConfig(pop_size=S, eta_c=opts.eta_c, eta_m=opts.eta_m,

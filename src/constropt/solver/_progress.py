@@ -19,6 +19,7 @@ import logging
 import os
 import sys
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -131,7 +132,7 @@ def make_monitor(maximize: bool, progress, callback, stream=None):
     if not show and callback is None and not debug:
         return None
     sign = -1.0 if maximize else 1.0
-    state = {"shown": False, "handle": None}
+    state: dict[str, Any] = {"shown": False, "handle": None}
     in_place = bool(getattr(stream, "isatty", lambda: False)())
     as_result = callback is not None and _wants_result(callback)
     OptimizeResult = None
@@ -175,5 +176,5 @@ def make_monitor(maximize: bool, progress, callback, stream=None):
             stream.write("\n")
             stream.flush()
 
-    monitor.finish = finish
+    monitor.finish = finish  # type: ignore[attr-defined]
     return monitor

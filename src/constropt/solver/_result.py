@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,7 @@ class FrozenDict(Mapping):
     gives a plain, writable copy."""
 
     __slots__ = ("_data",)
+    _data: dict
 
     def __init__(self, data=()) -> None:
         object.__setattr__(self, "_data", dict(data))
@@ -44,7 +46,7 @@ class FrozenDict(Mapping):
             return self._data == dict(other)
         return NotImplemented
 
-    __hash__ = None  # a mapping of possibly unhashable values, like dict
+    __hash__ = None  # type: ignore[assignment]  # unhashable, like dict
 
     def __reduce__(self):
         return (FrozenDict, (self._data,))
@@ -224,7 +226,7 @@ class Result:
                        for k, v in rows)
         return f"<table><caption>constropt Result</caption>{body}</table>"
 
-    def plot(self, path=None, ax=None):
+    def plot(self, path: str | os.PathLike | None = None, ax: Any = None) -> Any:
         """Plot convergence: best objective and best violation against evaluations.
 
         Two stacked panels sharing the evaluation axis (or, with ``ax``, the objective on
@@ -249,7 +251,7 @@ class Result:
 
         return plot_result(self, path, ax)
 
-    def to_scipy(self):
+    def to_scipy(self) -> Any:
         """This result as a ``scipy.optimize.OptimizeResult``.
 
         Fields follow scipy's convention: ``x`` (``x_array``), ``fun`` (the value that

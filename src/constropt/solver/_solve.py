@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -13,6 +16,12 @@ from ._finish import constant_note, polish_from, polish_stage, verdict
 from ._options import SolveOptions, stored_options
 from ._result import History, Result, Status
 from ._verdict import UNBOUNDED_LEVEL, check_point, point_dict
+
+if TYPE_CHECKING:
+    import sympy as sp
+
+    from ..problem._bounds import BoundsLike
+    from ..problem._problem import Problem
 
 __all__ = ["solve", "resume", "COMPILE_THRESHOLD", "UNBOUNDED_LEVEL", "check_point",
            "polish_from"]
@@ -31,9 +40,11 @@ def _run_round(box, ropts, dev, dtype, seed, compile, pvec, *, resume, settings,
     return out.instances[0], out.seconds, search._engine
 
 
-def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=False,
-          device="auto", dtype=None, seed=None, compile="auto", cross_check=False,
-          **options) -> Result:
+def solve(objective: sp.Expr | Problem, constraints: Iterable[Any] | sp.Basic = (), *,
+          variables: Sequence[sp.Basic] | None = None, bounds: BoundsLike = None,
+          maximize: bool = False, device: Any = "auto", dtype: Any = None,
+          seed: int | None = None, compile: bool | str = "auto", cross_check: bool = False,
+          **options: Any) -> Result:
     """Solve a constrained optimization problem declared with sympy.
 
     Parameters
@@ -245,7 +256,9 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
     return result
 
 
-def resume(path, *, problem=None, progress=None, callback=None, checkpoint=None) -> Result:
+def resume(path: str | os.PathLike, *, problem: Problem | None = None,
+           progress: bool | None = None, callback: Callable[..., Any] | None = None,
+           checkpoint: str | os.PathLike | None = None) -> Result:
     """Continue a solve from a checkpoint written by ``solve(..., checkpoint=path)``.
 
     On CPU the resumed run ends in exactly the result of an uninterrupted run with the
