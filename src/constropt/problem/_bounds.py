@@ -15,7 +15,7 @@ import sys
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any, Protocol
 
 import numpy as np
 import sympy as sp
@@ -23,17 +23,22 @@ import sympy as sp
 from .._errors import ProblemError
 from ._constraints import Leaf
 
-if TYPE_CHECKING:
-    from scipy.optimize import Bounds
-
 __all__ = ["BoundsLike", "BoundsWarning", "make_bounds", "bounds_dict", "is_integer", "default_box",
            "problem_scale", "with_box", "SoftSides", "HUGE_BOUND", "IMPLIED_LIMIT",
            "DEFAULT_BOUND", "parameter_box",
            "parameter_bound_constraints"]
 
+
+class LbUb(Protocol):
+    """What a ``scipy.optimize.Bounds`` offers (named without importing scipy)."""
+
+    lb: Any
+    ub: Any
+
+
 #: What ``bounds=`` accepts: ``{symbol: (lo, hi)}``, a sequence of ``(lo, hi)`` pairs in
 #: variable order, or a ``scipy.optimize.Bounds`` (see :func:`bounds_dict`).
-BoundsLike = Union[Mapping[Any, Sequence[Any]], Sequence[Sequence[Any]], "Bounds", None]
+BoundsLike = Mapping[Any, Sequence[Any]] | Sequence[Sequence[Any]] | LbUb | None
 
 #: The largest half-width of the automatic default box (``default_bound=None``).
 DEFAULT_BOUND = 1000.0
@@ -175,7 +180,7 @@ def bounds_dict(bounds, variables) -> dict | None:
     if _is_scipy_bounds(bounds):
         lb, ub = (np.asarray(getattr(bounds, k), dtype=np.float64) for k in ("lb", "ub"))
         for k, arr in (("lb", lb), ("ub", ub)):
-            if arr.ndim > 1 or (arr.ndim == 1 and arr.size != nv):
+            if arr.ndim > 1 or arr.size not in (1, nv):  # scipy keeps a scalar as (1,)
                 raise ProblemError(
                     f"bounds: scipy.optimize.Bounds {k} has shape {arr.shape}, but the "
                     f"problem has {nv} variable{'s' if nv != 1 else ''} ({names}); give one "

@@ -13,7 +13,7 @@ import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import sympy as sp
@@ -30,15 +30,13 @@ from ._bounds import (
 )
 from ._constraints import Constraint, Leaf, normalize_constraint
 from ._evaluate import Evaluation
+from ._fitness import Fitness
 from ._validate import (
     _check_objective,
     _check_parameters,
     _make_layout,
     _order_variables,
 )
-
-if TYPE_CHECKING:
-    from ._fitness import Fitness
 
 __all__ = ["Problem", "Evaluation", "BoundsWarning", "DEFAULT_BOUND"]
 
@@ -309,8 +307,6 @@ class Problem:
             ``fit(population)`` -> (S,) (``"split"``: two (S,) tensors); see
             :class:`constropt.Fitness`.
         """
-        from ._fitness import Fitness
-
         return Fitness(self, kind, layout=layout, device=device, dtype=dtype,
                        compile=compile, penalty=penalty, parameters=parameters)
 

@@ -6,22 +6,19 @@ import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+import sympy as sp
 
 from .._errors import SolveFailedError
+from ..problem._bounds import BoundsLike
+from ..problem._problem import Problem
 from ._build import COMPILE_THRESHOLD, POLISH_TIME_SHARE, _problem_of, _seed
 from ._finish import constant_note, polish_from, polish_stage, verdict
 from ._options import SolveOptions, stored_options
 from ._result import History, Result, Status
 from ._verdict import UNBOUNDED_LEVEL, check_point, point_dict
-
-if TYPE_CHECKING:
-    import sympy as sp
-
-    from ..problem._bounds import BoundsLike
-    from ..problem._problem import Problem
 
 __all__ = ["solve", "resume", "COMPILE_THRESHOLD", "UNBOUNDED_LEVEL", "check_point",
            "polish_from"]
