@@ -89,8 +89,9 @@ class SolveOptions:
         returning True, or raising ``StopIteration`` (scipy's convention), stops the run
         with a Result (status ``CALLBACK``).  As in scipy, a callback whose only
         parameter is named ``intermediate_result`` gets a
-        ``scipy.optimize.OptimizeResult`` instead (``x``, ``fun``, ``nit``, ``nfev``,
-        ``maxcv`` and the :class:`Progress` fields).
+        ``scipy.optimize.OptimizeResult`` instead: ``x``, ``fun`` (minimized, as in
+        :meth:`Result.to_scipy`), ``user_fun`` (the user's sense), ``nit``, ``nfev``,
+        ``cv`` and the other :class:`Progress` fields.
     rng : int, numpy.random.Generator or None
         scipy's name for the seed: an int is the seed itself (``rng=5`` is
         ``seed=5``); from a ``Generator`` (or a ``SeedSequence``/``BitGenerator``) one

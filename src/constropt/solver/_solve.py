@@ -60,7 +60,9 @@ def solve(objective: sp.Expr | Problem, constraints: Iterable[Any] | sp.Basic = 
         Working float dtype of the search: float64 by default for small work on CPU,
         float32 otherwise.  The final point is always checked in float64.
     seed : int, optional
-        Seed of the random generator; the same seed gives the same result on CPU.
+        Seed of the random generator; the same seed gives the same result on CPU.  Or
+        scipy's ``rng=`` (an int or a ``numpy.random.Generator``, see
+        :class:`SolveOptions`), not both.
     compile : "auto", True or False
         Run the generation step under ``torch.compile``.  ``"auto"`` compiles only when
         ``pop_size * n >= COMPILE_THRESHOLD``, where the compile time pays for itself
@@ -70,8 +72,8 @@ def solve(objective: sp.Expr | Problem, constraints: Iterable[Any] | sp.Basic = 
     **options
         Keyword options of :class:`SolveOptions` (``pop_size``, ``max_generations``,
         ``max_evals``, ``time_limit``, ``target``, ``polish``, ``eq_tol``,
-        ``parameters``, ``throw``, ``backend``, ...).  Unknown names raise
-        :class:`OptionError`.
+        ``parameters``, ``throw``, ``backend``, ``rng``, ``x0``, ``callback``, ...).
+        Unknown names raise :class:`OptionError`.
 
     Returns
     -------
