@@ -5,7 +5,13 @@ exact derivatives and cross-checked against scipy.
 >>> import sympy as sp, constropt
 >>> x, y = sp.symbols("x y")
 >>> res = constropt.solve((x - 1)**2 + (y - 2)**2, [x + y <= 2], seed=0)  # doctest: +SKIP
+
+Messages of the solver (the search's setup at INFO, progress snapshots at DEBUG) go to
+the ``constropt`` logger, which has only a ``NullHandler``: configure logging in your
+application (``logging.basicConfig(level=logging.INFO)``) to see them.
 """
+
+import logging
 
 from . import benchmarks, files
 from ._errors import (
@@ -35,6 +41,9 @@ from .solver._solve import resume, solve
 from .solver._verify import Verification
 
 __version__ = "0.1.0"
+
+# a library adds a NullHandler and configures nothing else (no level, no output)
+logging.getLogger("constropt").addHandler(logging.NullHandler())
 
 __all__ = [
     # solving

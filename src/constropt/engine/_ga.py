@@ -22,8 +22,8 @@ from ._selection import tournament
 from ._variation import polynomial_mutation, repair, sbx
 from ._xp import Random, namespace
 
-__all__ = ["GAConfig", "Population", "GARandoms", "draw", "make_step", "initial", "survive",
-           "merge"]
+__all__ = ["GAConfig", "Population", "GARandoms", "draw", "make_step", "initial", "seeded",
+           "survive", "merge"]
 
 
 @dataclass(frozen=True)
@@ -139,6 +139,18 @@ def initial(rng: Random, S: int, lower, upper, integer, dtype):
     hi_i = xp.where(integer, upper + 0.5, upper)
     X = lo_i + u * (hi_i - lo_i)
     return repair(X, lower, upper, integer)
+
+
+def seeded(X, starts):
+    """``X`` (N, B, S) with its first ``k`` members replaced, in every instance, by the
+    points ``starts`` (N, k) (user starting points, already in the box)."""
+    if starts is None:
+        return X
+    xp = namespace(X)
+    N, B, _ = X.shape
+    k = starts.shape[1]
+    head = xp.broadcast_to(xp.astype(starts, X.dtype)[:, None, :], (N, B, k))
+    return xp.concat([head, X[..., k:]], axis=-1)
 
 
 def _raw_keys(f, cv):

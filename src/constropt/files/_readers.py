@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any
 
-import tomllib
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, as the tomli package
+    import tomli as tomllib
 
 from constropt._errors import ParseError
 

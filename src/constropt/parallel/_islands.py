@@ -196,9 +196,10 @@ def solve_islands(objective, constraints=(), *, migrate_every=20, migrants=2,
     if opts.checkpoint is not None:
         raise OptionError("checkpoint is not supported by solve_islands: a checkpoint "
                           "cannot hold the other ranks' populations")
-    if seed is not None:
+    if seed is not None or opts.rng is not None:  # rng= (scipy's name) gives the base seed
         from ..solver._build import _seed
-        seed = _seed(seed)
+        seed = _seed(seed, opts.rng)
+        solve_options.pop("rng", None)
     if isinstance(objective, Problem):
         if tuple(constraints) or any(named.get(k) is not None for k in ("variables", "bounds")) \
                 or named.get("maximize"):

@@ -9,17 +9,28 @@ cross-check) reads the frozen problem.
 from __future__ import annotations
 
 import math
+import os
 import warnings
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 import sympy as sp
 
 from .._errors import ProblemError
 from ..lowering import Layout, Lowering
-from ._bounds import DEFAULT_BOUND, BoundsWarning, make_bounds, parameter_bound_constraints
+from ._bounds import (
+    DEFAULT_BOUND,
+    BoundsLike,
+    BoundsWarning,
+    bounds_dict,
+    make_bounds,
+    parameter_bound_constraints,
+)
 from ._constraints import Constraint, Leaf, normalize_constraint
 from ._evaluate import Evaluation
+from ._fitness import Fitness
 from ._validate import (
     _check_objective,
     _check_parameters,
@@ -43,9 +54,14 @@ class Problem:
     variables : sequence of sympy Symbols (or IndexedBase/MatrixSymbol), optional
         The decision variables in the order of ``x_array``.  Default: every free symbol
         that is not a parameter, in natural name order (``x2`` before ``x10``).
-    bounds : dict, optional
-        ``{symbol: (lo, hi)}``; either side may be ``None``.  Overrides the bounds that
-        constropt extracts from single-variable linear constraints.  A side may be a
+    bounds : dict, sequence of pairs or scipy.optimize.Bounds, optional
+        ``{symbol: (lo, hi)}``; either side may be ``None`` (or an infinity).  Overrides
+        the bounds that constropt extracts from single-variable linear constraints.  As
+        in scipy, also a sequence of ``(lo, hi)`` pairs, one per variable in the order of
+        :attr:`variables` (``variables=`` when given, else natural name order; a vector
+        variable takes one pair for all its elements), or a ``scipy.optimize.Bounds``
+        (``lb``/``ub`` scalars or one value per variable; ``keep_feasible`` is ignored:
+        the search never leaves the box).  A side may be a
         sympy expression in the parameters (``{x: (-r, r)}``): it is also added to the
         constraints (``x >= -r``, ``x <= r``), and each solve searches the box of the
         parameter values it is given (``solve_batch``: the hull over the instances).
@@ -78,9 +94,10 @@ class Problem:
         The generated code (readable Python).
     """
 
-    def __init__(self, objective, constraints=(), *, variables=None, bounds=None,
-                 maximize: bool = False, parameters=None, eq_tol: float = 1e-4,
-                 default_bound: float | None = None):
+    def __init__(self, objective: sp.Expr, constraints: Iterable[Any] | sp.Basic = (), *,
+                 variables: Sequence[sp.Basic] | None = None, bounds: BoundsLike = None,
+                 maximize: bool = False, parameters: Mapping[sp.Symbol, float] | None = None,
+                 eq_tol: float = 1e-4, default_bound: float | None = None) -> None:
         self._objective = _check_objective(objective)
         if isinstance(constraints, (sp.Basic, bool)):
             constraints = [constraints]
@@ -112,6 +129,7 @@ class Problem:
                                "nor the constraints contain a symbol that is not a parameter; "
                                "pass variables=[...] or use a symbol in the objective")
         self._layout = _make_layout(self._variables, tuple(self._parameters))
+        bounds = bounds_dict(bounds, self._variables)
         (self._lower, self._upper, self._integer, self._box, self._soft,
          self._param_bounds, self._proof) = make_bounds(
             self._variables, self._layout, self._constraints, bounds, default_bound,
@@ -216,7 +234,7 @@ class Problem:
         """Whether any variable is an IndexedBase or MatrixSymbol."""
         return any(b.shape != () for b in self._layout.blocks)
 
-    def parameter_vector(self, values=None) -> np.ndarray:
+    def parameter_vector(self, values: Mapping[sp.Symbol, float] | None = None) -> np.ndarray:
         """Parameter values in layout order, shape (n_params,), float64.
 
         ``values`` (a dict ``{symbol: value}``) overrides the problem's own values.
@@ -232,7 +250,8 @@ class Problem:
         return np.array([merged[p] for p in self._layout.parameters], dtype=np.float64)
 
     # -- evaluation --------------------------------------------------------------------
-    def evaluate(self, points, *, parameters=None, compile="auto") -> Evaluation:
+    def evaluate(self, points: Any, *, parameters: Mapping[sp.Symbol, float] | None = None,
+                 compile: bool | str = "auto") -> Evaluation:
         """Evaluate objective and constraints at a batch of points.
 
         Parameters
@@ -256,8 +275,9 @@ class Problem:
 
         return evaluate_points(self, points, parameters, compile)
 
-    def fitness(self, kind="death", *, layout="rows", device=None, dtype=None,
-                compile=True, penalty=1e6, parameters=None):
+    def fitness(self, kind: str = "death", *, layout: str = "rows", device: Any = None,
+                dtype: Any = None, compile: bool | str = True, penalty: float = 1e6,
+                parameters: Mapping[sp.Symbol, float] | None = None) -> Fitness:
         """A compiled, branch-free fitness function for your own GA loop.
 
         Parameters
@@ -287,14 +307,14 @@ class Problem:
             ``fit(population)`` -> (S,) (``"split"``: two (S,) tensors); see
             :class:`constropt.Fitness`.
         """
-        from ._fitness import Fitness
-
         return Fitness(self, kind, layout=layout, device=device, dtype=dtype,
                        compile=compile, penalty=penalty, parameters=parameters)
 
     # -- plots and scipy interop (interface/_plot.py, solver/_scipy.py) ------------------
-    def plot(self, result=None, path=None, resolution: int = 200, *, ax=None, limits=None,
-             parameters=None):
+    def plot(self, result: Any = None, path: str | os.PathLike | None = None,
+             resolution: int = 200, *, ax: Any = None,
+             limits: Mapping[sp.Symbol, tuple[float, float]] | None = None,
+             parameters: Mapping[sp.Symbol, float] | None = None) -> Any:
         """Plot a two-variable problem: feasible region, objective contours, optimum.
 
         Evaluates the problem on a ``resolution`` x ``resolution`` grid over the box
@@ -334,7 +354,8 @@ class Problem:
         return plot_problem(self, result, path, resolution, ax=ax, limits=limits,
                             parameters=parameters)
 
-    def to_scipy(self, parameters=None, *, eq_tol=None, strict_margin: float = 1e-9):
+    def to_scipy(self, parameters: Mapping[sp.Symbol, float] | None = None, *,
+                 eq_tol: float | None = None, strict_margin: float = 1e-9) -> Any:
         """The problem in ``scipy.optimize``'s own form (a :class:`ScipyProblem`).
 
         ``fun`` (minimization sense: negated when ``maximize=True``) and its exact

@@ -12,7 +12,9 @@ float64 (``_finish.py``, as in ``solve``), and gets a full :class:`Result`.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -135,8 +137,9 @@ def _param_matrix(problem: Problem, parameters) -> tuple[np.ndarray, dict]:
     return M, {s: M[k].copy() for k, s in enumerate(params)}
 
 
-def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None, seed=None,
-                compile="auto", **options) -> BatchResult:
+def solve_batch(problem: Problem, parameters: Mapping[Any, Any], *, device: Any = "auto",
+                dtype: Any = None, seed: int | None = None, compile: bool | str = "auto",
+                **options: Any) -> BatchResult:
     """Solve one parametric problem for ``B`` parameter values at once.
 
     Parameters
@@ -191,7 +194,7 @@ def solve_batch(problem: Problem, parameters: dict, *, device="auto", dtype=None
     if opts.backend == "numpy":  # a conflict is named before the device is checked
         choose_backend("numpy", device, compile, 0)
     check_device(device)  # a bad device is reported before any work
-    seed = _seed(seed)
+    seed = _seed(seed, opts.rng)
     M, pdict = _param_matrix(problem, parameters)
     problem = parameter_box(problem, M)  # the hull of per-instance bounds (also constraints)
     search = Search._create(problem, opts, device, dtype, seed, compile, M, t_start=t_start)

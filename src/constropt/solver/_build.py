@@ -4,9 +4,12 @@ termination and the driver.  The NumPy backend never imports torch."""
 
 from __future__ import annotations
 
+import logging
 import secrets
 import sys
 import time
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -15,7 +18,9 @@ from ..problem._problem import Problem
 from ._options import refuse_problem_options
 
 __all__ = ["build", "ALGORITHMS", "default_pop_size", "default_restarts", "independent_restarts",
-           "compile_choice", "COMPILE_THRESHOLD"]
+           "compile_choice", "COMPILE_THRESHOLD", "starts_of"]
+
+logger = logging.getLogger("constropt")
 
 ALGORITHMS = ("de", "ga")
 
@@ -28,13 +33,93 @@ COMPILE_THRESHOLD = 200_000
 POLISH_TIME_SHARE = 0.1
 
 
-def _seed(seed) -> int:
+def _seed(seed, rng=None) -> int:
+    """The run's seed from ``seed=`` or scipy's ``rng=`` (an int is the seed itself; a
+    numpy Generator, SeedSequence or BitGenerator gives one draw, advancing it); None for
+    both: a random seed."""
+    if rng is not None:
+        if seed is not None:
+            raise OptionError(f"pass seed= or rng=, not both (got seed={seed!r} and "
+                              f"rng={rng!r})")
+        if isinstance(rng, (np.random.SeedSequence, np.random.BitGenerator)):
+            rng = np.random.default_rng(rng)
+        if isinstance(rng, np.random.Generator):
+            return int(rng.integers(0, 2**63, dtype=np.int64))
+        seed = rng
     if seed is None:
         return secrets.randbits(63)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or \
             not 0 <= seed < 2**64:  # what torch.Generator.manual_seed takes (and the CLI)
         raise OptionError(f"seed must be an integer in [0, 2**64) or None, got {seed!r}")
     return int(seed)
+
+
+def _dict_point(problem, point: Mapping, k: int) -> np.ndarray:
+    """One starting point ``{variable: value}`` (symbols or their names as keys) as genes."""
+    by_name = {str(b.symbol): b for b in problem.layout.blocks}
+    blocks = {b.symbol: b for b in problem.layout.blocks}
+    x = np.empty(problem.n)
+    seen = set()
+    for key, value in point.items():
+        b = blocks.get(key) or (by_name.get(key) if isinstance(key, str) else None)
+        if b is None:
+            raise OptionError(f"x0[{k}] gives a value for {key!r}, which is not a variable of "
+                              f"the problem (variables: {list(problem.variables)})")
+        try:
+            vals = np.asarray(value, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            raise OptionError(f"x0[{k}] value of {b.symbol} is not a number: {value!r}") \
+                from None
+        if vals.size != b.size:
+            raise OptionError(f"x0[{k}] value of {b.symbol} has {vals.size} entries; the "
+                              f"variable has {b.size}")
+        x[b.offset:b.offset + b.size] = vals
+        seen.add(b.symbol)
+    missing = [str(b.symbol) for b in problem.layout.blocks if b.symbol not in seen]
+    if missing:
+        raise OptionError(f"x0[{k}] has no value for {', '.join(missing)}: a starting point "
+                          "gives every variable")
+    return x
+
+
+def starts_of(problem, x0, pop_size: int) -> np.ndarray | None:
+    """The starting points ``x0`` as an array (k, n) in the problem's box: a dict, a
+    point of ``n`` values (``x_array`` order), a list of either, or an array (k, n);
+    integer genes rounded, then every point clipped to the box.  None without ``x0``."""
+    if x0 is None:
+        return None
+    n = problem.n
+    if isinstance(x0, Mapping):
+        X = _dict_point(problem, x0, 0)[None]
+    elif all(isinstance(p, Mapping) for p in x0):
+        X = np.stack([_dict_point(problem, p, k) for k, p in enumerate(x0)])
+    else:
+        try:
+            X = np.array(x0, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise OptionError(f"x0 must be a dict, a sequence of {n} numbers or an array "
+                              f"of shape (k, {n}), got {x0!r}") from None
+        if X.ndim == 1:
+            X = X[None]
+        if X.ndim != 2 or X.shape[1] != n:
+            raise OptionError(f"x0 has shape {np.shape(x0)}; expected ({n},) or (k, {n}): "
+                              f"{n} values per point in the order of x_array "
+                              f"({', '.join(map(str, problem.variables))})")
+    bad = np.argwhere(~np.isfinite(X))
+    if bad.size:
+        k, j = bad[0]
+        raise OptionError(f"x0[{k}] has a non-finite value ({X[k, j]}) at gene {j}")
+    if X.shape[0] > pop_size:
+        raise OptionError(f"x0 has {X.shape[0]} starting points, more than the population "
+                          f"of {pop_size} (pop_size)")
+    integer = problem.integer
+    X[:, integer] = np.round(X[:, integer])
+    clipped = np.clip(X, problem.lower, problem.upper)
+    moved = int(np.any(clipped != X, axis=1).sum())
+    if moved:
+        logger.info("x0: %d of %d starting points clipped to the search box", moved,
+                    X.shape[0])
+    return clipped
 
 
 def _problem_of(objective, constraints, variables, bounds, maximize, opts, options=None,
@@ -186,6 +271,7 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
     handler = make_handler(handling)
     S = opts.pop_size or default_pop_size(algorithm, n)
     S += S % 2
+    starts = starts_of(problem, opts.x0, S) if resume is None else None  # checked early
     work = S * n * B
     use_compile = compile_choice(compile, work)
     # a resumed run continues on its backend (checkpoints from before backends: torch)
@@ -225,6 +311,10 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
     tol = arr(problem.eq_tol, wdtype)
     P = arr(M, wdtype)[:, :, None]     # (n_p, B, 1)
     rng = Random(backend, seed, dev)
+    shape: tuple[int, ...]
+    cfg: Any
+    key: tuple
+    alg: Any
     if algorithm == "ga":
         shape = (n, 1)
         cfg = _ga.GAConfig(pop_size=S, eta_c=opts.eta_c, eta_m=opts.eta_m,
@@ -312,7 +402,8 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
         rng.set_state(resume["generator"])
     else:
         with inference(backend):
-            X0 = new_population(B)
+            X0 = _ga.seeded(new_population(B), None if starts is None else
+                            arr(np.ascontiguousarray(starts.T), wdtype))
     hooks = [h for h in (opts.on_generation, on_generation) if h is not None]
 
     def hook(st, algorithm_):
@@ -325,6 +416,11 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
                         checkpoint_every=opts.checkpoint_every,
                         min_rows=2 if use_compile and B > 1 else 1,
                         snap=None if values is None else lambda X: snap_array(X, values))
+    logger.info("search: %s, %d variables, population %d x %d instance%s, %s on %s (%s%s)%s",
+                algorithm, n, S, B, "s" if B != 1 else "", backend, dev,
+                getattr(wdtype, "name", str(wdtype)).replace("torch.", ""),
+                ", compiled" if use_compile else "",
+                "" if starts is None else f", {starts.shape[0]} starting point(s) from x0")
     return _Engine(driver=driver, device=dev, dtype=wdtype, compile=use_compile,
                    backend=backend, import_s=import_s,
                    compile_s=compile_s, budget=budget, pop_size=S, monitor=monitor,

@@ -7,12 +7,25 @@ import math
 import os
 from dataclasses import dataclass, fields
 
+import numpy as np
+
 from .._errors import OptionError
 
-__all__ = ["SolveOptions", "PROBLEM_OPTIONS", "refuse_problem_options"]
+__all__ = ["SolveOptions", "PROBLEM_OPTIONS", "NOT_STORED", "stored_options",
+           "refuse_problem_options"]
 
 #: Options that shape the Problem itself; a ready Problem already has them.
 PROBLEM_OPTIONS = ("eq_tol", "default_bound")
+
+#: Options a checkpoint does not keep: code to run, the display, the file itself, and
+#: what only shapes the start (``rng`` is resolved to the stored seed; ``x0`` is in the
+#: initial population, which the checkpointed state already holds).
+NOT_STORED = ("callback", "progress", "checkpoint", "on_generation", "rng", "x0")
+
+
+def stored_options(opts) -> dict:
+    """The options a checkpoint keeps (and :func:`constropt.resume` reads back)."""
+    return {k: v for k, v in vars(opts).items() if k not in NOT_STORED}
 
 
 def refuse_problem_options(options: dict, where: str) -> None:
@@ -73,7 +86,23 @@ class SolveOptions:
         Live one-line display on stderr; None (default): only when stderr is a terminal.
     callback : callable or None
         ``callback(state: Progress) -> bool | None`` every ``check_every`` generations;
-        returning True stops the run (status ``CALLBACK``).
+        returning True, or raising ``StopIteration`` (scipy's convention), stops the run
+        with a Result (status ``CALLBACK``).  As in scipy, a callback whose only
+        parameter is named ``intermediate_result`` gets a
+        ``scipy.optimize.OptimizeResult`` instead: ``x``, ``fun`` (minimized, as in
+        :meth:`Result.to_scipy`), ``user_fun`` (the user's sense), ``nit``, ``nfev``,
+        ``cv`` and the other :class:`Progress` fields.
+    rng : int, numpy.random.Generator or None
+        scipy's name for the seed: an int is the seed itself (``rng=5`` is
+        ``seed=5``); from a ``Generator`` (or a ``SeedSequence``/``BitGenerator``) one
+        seed is drawn, which advances it, and ``result.seed`` records the seed drawn.
+        Giving both ``seed`` and ``rng`` raises :class:`OptionError`.
+    x0 : dict, sequence or array or None
+        Starting points put into the initial population (in place of random members):
+        a dict ``{variable: value}`` (e.g. an earlier ``result.x``), a sequence of ``n``
+        values in ``x_array`` order, a list of such points or dicts, or an array of
+        shape ``(k, n)`` with ``k <= pop_size``.  Each point is clipped to the search
+        box (integer variables rounded); restarts draw fresh random populations.
     algorithm : str
         ``"de"`` (SHADE-style differential evolution, the default) or ``"ga"`` (tournament,
         SBX, polynomial mutation).
@@ -158,6 +187,8 @@ class SolveOptions:
     certify: object = False
     certify_time: float = 60.0
     backend: str = "auto"
+    rng: object = None
+    x0: object = None
 
     @classmethod
     def from_kwargs(cls, kwargs: dict) -> SolveOptions:
@@ -217,6 +248,8 @@ class SolveOptions:
             raise OptionError(f"on_generation must be callable, got {self.on_generation!r}")
         if self.callback is not None and not callable(self.callback):
             raise OptionError(f"callback must be callable, got {self.callback!r}")
+        _check_rng(self.rng)
+        _check_x0(self.x0)
         from ._certify import certify_option
 
         certify_option(self.certify)
@@ -232,3 +265,24 @@ class SolveOptions:
         for name in ("polish", "throw"):
             if not isinstance(getattr(self, name), bool):
                 raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}")
+
+
+def _check_rng(rng) -> None:
+    if rng is None or isinstance(rng, (np.random.Generator, np.random.SeedSequence,
+                                       np.random.BitGenerator)):
+        return
+    if isinstance(rng, bool) or not isinstance(rng, (int, np.integer)):
+        raise OptionError(f"rng must be an integer seed, a numpy.random.Generator or None, "
+                          f"got {rng!r}")
+
+
+def _check_x0(x0) -> None:
+    """The form of ``x0`` (its shape and values are checked against the problem when the
+    search is built)."""
+    if x0 is None or isinstance(x0, dict):
+        return
+    if isinstance(x0, (str, bytes)) or not hasattr(x0, "__len__"):
+        raise OptionError(f"x0 must be a dict {{variable: value}}, a sequence of values in "
+                          f"variable order or an array of shape (k, n), got {x0!r}")
+    if len(x0) == 0:
+        raise OptionError("x0 is empty: give at least one starting point, or None")

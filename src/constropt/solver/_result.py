@@ -2,15 +2,58 @@
 
 from __future__ import annotations
 
+import html
+import os
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from ..engine._status import Status
 
-__all__ = ["Status", "History", "Result"]
+__all__ = ["Status", "History", "Result", "FrozenDict"]
+
+
+class FrozenDict(Mapping):
+    """A read-only mapping that prints like the dict it holds (``{x: 1.0}``, not
+    ``mappingproxy(...)``).  Compares equal to a dict with the same items; ``dict(m)``
+    gives a plain, writable copy."""
+
+    __slots__ = ("_data",)
+    _data: dict
+
+    def __init__(self, data=()) -> None:
+        object.__setattr__(self, "_data", dict(data))
+
+    def __getitem__(self, key):
+        return self._data[key]
+
+    def __iter__(self) -> Iterator:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return repr(self._data)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("FrozenDict is read-only")
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, Mapping):
+            return self._data == dict(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # unhashable, like dict
+
+    def __reduce__(self):
+        return (FrozenDict, (self._data,))
+
+    def copy(self) -> dict:
+        """A plain dict of the items."""
+        return dict(self._data)
 
 
 @dataclass(frozen=True)
@@ -47,7 +90,8 @@ class Result:
     ----------
     x : mapping
         ``{symbol: value}`` (float; int for integer symbols; an ndarray for a vector
-        variable), so ``objective.subs(result.x)`` works for scalar problems.
+        variable), so ``objective.subs(result.x)`` works for scalar problems.  Read-only
+        (a :class:`FrozenDict`, printed as a dict; ``dict(result.x)`` copies it).
     x_array : ndarray, shape (n,)
         The point in ``variables`` order (float64).
     variables : tuple
@@ -134,8 +178,8 @@ class Result:
     backend: str | None = None
 
     def __post_init__(self):
-        object.__setattr__(self, "x", MappingProxyType(dict(self.x)))
-        object.__setattr__(self, "timings", MappingProxyType(dict(self.timings)))
+        object.__setattr__(self, "x", FrozenDict(self.x))
+        object.__setattr__(self, "timings", FrozenDict(self.timings))
         for name in ("x_array", "violations"):
             arr = np.array(getattr(self, name), dtype=np.float64)
             arr.setflags(write=False)
@@ -165,7 +209,24 @@ class Result:
 
     __str__ = __repr__
 
-    def plot(self, path=None, ax=None):
+    def _repr_html_(self) -> str:
+        """A compact table for Jupyter: status, success, fun, x, maxcv, nfev, time."""
+        if len(self.x_array) <= 12:
+            shown = ", ".join(f"{s} = {v if isinstance(v, int) or np.ndim(v) else _fmt(float(v))}"
+                              for s, v in self.x.items())
+        else:
+            shown = f"{len(self.x_array)} values, x_array[:5] = {self.x_array[:5]}"
+        total = self.timings.get("total")
+        rows = [("status", f"{self.status.name}: {self.message}"),
+                ("success", str(self.success)), ("fun", _fmt(self.fun)), ("x", shown),
+                ("maxcv", f"{self.maxcv:.3g}"), ("nfev", str(self.nfev)),
+                ("time", "" if total is None else f"{total:.3f} s")]
+        body = "".join(f"<tr><th style='text-align:left'>{k}</th>"
+                       f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
+                       for k, v in rows)
+        return f"<table><caption>constropt Result</caption>{body}</table>"
+
+    def plot(self, path: str | os.PathLike | None = None, ax: Any = None) -> Any:
         """Plot convergence: best objective and best violation against evaluations.
 
         Two stacked panels sharing the evaluation axis (or, with ``ax``, the objective on
@@ -190,7 +251,7 @@ class Result:
 
         return plot_result(self, path, ax)
 
-    def to_scipy(self):
+    def to_scipy(self) -> Any:
         """This result as a ``scipy.optimize.OptimizeResult``.
 
         Fields follow scipy's convention: ``x`` (``x_array``), ``fun`` (the value that

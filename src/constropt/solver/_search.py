@@ -20,6 +20,7 @@ from ._build import (  # re-exported: the search's settings live in _build
     compile_choice,
     default_pop_size,
 )
+from ._options import stored_options
 from ._result import Status
 
 __all__ = ["Search", "BestPoint", "build", "ALGORITHMS", "default_pop_size",
@@ -69,7 +70,7 @@ class Search:
 
         t_start = time.perf_counter()
         opts = SolveOptions.from_kwargs(options)
-        seed = _seed(seed)
+        seed = _seed(seed, opts.rng)
         problem, pvec, t_lower = _problem_of(objective, constraints, variables, bounds,
                                              maximize, opts, options, "Search")
         from ..problem._bounds import parameter_box
@@ -98,9 +99,7 @@ class Search:
             settings = {"seed": seed, "device": str(device), "dtype": dtype,
                         "compile": compile, "cross_check": cross_check,
                         "pvec": M[:, 0] if M.shape[1] == 1 else M,
-                        "options": {k: v for k, v in vars(opts).items()
-                                    if k not in ("callback", "progress", "checkpoint",
-                                                 "on_generation")}}
+                        "options": stored_options(opts)}
         if opts.checkpoint is not None:  # fail now, not after the whole search
             from ._checkpoint import check_writable
 

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
+import sympy as sp
 
 from .._errors import SolveFailedError
+from ..problem._bounds import BoundsLike
+from ..problem._problem import Problem
 from ._build import COMPILE_THRESHOLD, POLISH_TIME_SHARE, _problem_of, _seed
 from ._finish import constant_note, polish_from, polish_stage, verdict
-from ._options import SolveOptions
+from ._options import SolveOptions, stored_options
 from ._result import History, Result, Status
 from ._verdict import UNBOUNDED_LEVEL, check_point, point_dict
 
@@ -31,9 +37,11 @@ def _run_round(box, ropts, dev, dtype, seed, compile, pvec, *, resume, settings,
     return out.instances[0], out.seconds, search._engine
 
 
-def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=False,
-          device="auto", dtype=None, seed=None, compile="auto", cross_check=False,
-          **options) -> Result:
+def solve(objective: sp.Expr | Problem, constraints: Iterable[Any] | sp.Basic = (), *,
+          variables: Sequence[sp.Basic] | None = None, bounds: BoundsLike = None,
+          maximize: bool = False, device: Any = "auto", dtype: Any = None,
+          seed: int | None = None, compile: bool | str = "auto", cross_check: bool = False,
+          **options: Any) -> Result:
     """Solve a constrained optimization problem declared with sympy.
 
     Parameters
@@ -52,7 +60,9 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
         Working float dtype of the search: float64 by default for small work on CPU,
         float32 otherwise.  The final point is always checked in float64.
     seed : int, optional
-        Seed of the random generator; the same seed gives the same result on CPU.
+        Seed of the random generator; the same seed gives the same result on CPU.  Or
+        scipy's ``rng=`` (an int or a ``numpy.random.Generator``, see
+        :class:`SolveOptions`), not both.
     compile : "auto", True or False
         Run the generation step under ``torch.compile``.  ``"auto"`` compiles only when
         ``pop_size * n >= COMPILE_THRESHOLD``, where the compile time pays for itself
@@ -62,8 +72,8 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
     **options
         Keyword options of :class:`SolveOptions` (``pop_size``, ``max_generations``,
         ``max_evals``, ``time_limit``, ``target``, ``polish``, ``eq_tol``,
-        ``parameters``, ``throw``, ``backend``, ...).  Unknown names raise
-        :class:`OptionError`.
+        ``parameters``, ``throw``, ``backend``, ``rng``, ``x0``, ``callback``, ...).
+        Unknown names raise :class:`OptionError`.
 
     Returns
     -------
@@ -80,7 +90,7 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
         choose_backend("numpy", device, compile, 0)
     check_device(device)  # "auto" and "cpu" without importing torch
     dev = device
-    seed = _seed(seed)
+    seed = _seed(seed, opts.rng)
     problem, pvec, t_lower = _problem_of(objective, constraints, variables, bounds, maximize,
                                          opts, options)
     from ..problem._fbbt import prove_infeasible
@@ -95,9 +105,7 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
         return result
     settings = {"seed": seed, "device": str(dev), "dtype": dtype, "compile": compile,
                 "cross_check": cross_check, "pvec": pvec,
-                "options": {k: v for k, v in vars(opts).items()
-                            if k not in ("callback", "progress", "checkpoint",
-                                         "on_generation")}}
+                "options": stored_options(opts)}
     return _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_start,
                     {"lowering": t_lower}, settings)
 
@@ -253,7 +261,9 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
     return result
 
 
-def resume(path, *, problem=None, progress=None, callback=None, checkpoint=None) -> Result:
+def resume(path: str | os.PathLike, *, problem: Problem | None = None,
+           progress: bool | None = None, callback: Callable[..., Any] | None = None,
+           checkpoint: str | os.PathLike | None = None) -> Result:
     """Continue a solve from a checkpoint written by ``solve(..., checkpoint=path)``.
 
     On CPU the resumed run ends in exactly the result of an uninterrupted run with the
