@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -10,7 +11,19 @@ import numpy as np
 
 from ..engine._status import Status
 
-__all__ = ["Status", "History", "Result"]
+__all__ = ["Status", "History", "Result", "add_up"]
+
+
+def add_up(timings, t_start: float) -> dict:
+    """``timings`` (seconds by part) closed at this moment: ``total`` the wall time since
+    ``t_start`` (a ``time.perf_counter()`` value), and ``setup`` whatever no other part
+    measured (options, device, code generation, building the search), so that the
+    parts add up to ``total``."""
+    out = {k: float(v) for k, v in dict(timings).items() if k not in ("setup", "total")}
+    total = time.perf_counter() - t_start
+    rest = max(0.0, total - sum(out.values()))
+    return {"import": out.pop("import", 0.0), "lowering": out.pop("lowering", 0.0),
+            "setup": rest, **out, "total": total}
 
 
 @dataclass(frozen=True)
