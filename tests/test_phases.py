@@ -107,6 +107,19 @@ def _raise_once(fn):
     return wrapped
 
 
+def _raise_once_after(k, fn):
+    """``fn`` that raises KeyboardInterrupt on its call number ``k + 1`` only."""
+    state = {"calls": 0}
+
+    def wrapped(*args, **kwargs):
+        state["calls"] += 1
+        if state["calls"] == k + 1:
+            raise KeyboardInterrupt
+        return fn(*args, **kwargs)
+
+    return wrapped
+
+
 def _assert_interrupted_with_a_point(res, feasible=True):
     assert res.status is Status.INTERRUPTED and res.success is False
     assert "interrupted" in res.message
@@ -167,6 +180,20 @@ def test_ctrl_c_in_the_expansion_probe(monkeypatch):
         res = constropt.solve((x - 40)**2 + y**2, [x + y <= 100], seed=0, progress=False)
     assert res.status is Status.INTERRUPTED and res.success is False
     assert res.feasible and res.x_array.shape == (2,)
+
+
+def test_ctrl_c_while_setting_up_an_expanded_search(monkeypatch):
+    monkeypatch.setattr(_solve, "_run_round", _raise_once_after(1, _solve._run_round))
+    # x has no upper bound: the best point presses on the default box's upper side and
+    # the box expands (uninterrupted: 4 expansions, then UNBOUNDED)
+    with pytest.warns(constropt.BoundsWarning):
+        res = constropt.solve(-x + y**2, [y >= 0, y <= 1], seed=0, progress=False)
+    assert res.status is Status.INTERRUPTED and res.success is False
+    # the first round's best point, checked and polished, on the first box's upper side;
+    # neither UNBOUNDED nor a note on the pressed side
+    assert res.feasible and "presses" not in res.message
+    assert res.x_array[0] == pytest.approx(res.problem.upper[0], rel=1e-9)
+    assert res.problem.upper[0] < 1000  # the first box, the one that point was searched in
 
 
 def test_a_second_ctrl_c_propagates(monkeypatch):

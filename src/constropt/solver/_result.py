@@ -96,8 +96,8 @@ class Result:
         (building the Problem), ``setup`` (options, device, code generation, building the
         search), ``compile``, ``search`` (this call's: a resumed run counts from the
         resume), ``polish``, ``check`` (float64 check, unboundedness probe),
-        ``cross_check`` (when asked); the parts add up to ``total``, the wall time of the
-        call.
+        ``cross_check`` and ``certify`` (when asked); the parts add up to ``total``, the
+        wall time of the call.
     history : History
     cross_check : CrossCheck or None
     lower_bound : float or None

@@ -160,7 +160,7 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
         except KeyboardInterrupt:  # setting up a new search (the search catches its own)
             if not rounds:
                 raise  # no point evaluated yet: nothing to return
-            box, rounds, reason = last_box, rounds - 1, Status.INTERRUPTED
+            box, rounds, reason, pressed = last_box, rounds - 1, Status.INTERRUPTED, None
             break  # the previous round's best point, checked and polished, stands
         compile_s, nit = compile_s + eng.compile_s, nit + out.nit
         import_s += eng.import_s
