@@ -57,7 +57,7 @@ EXTRA = [x + y >= 0.5, x - y < 1, x**2 + y**2 < 4, y > -1]
 
 
 def test_max_evals_holds_on_a_fuzz_of_strict_identity_traps():
-    """Before the fix 15 of these 150 problems used max_evals + 1 (or + 2): a restoration
+    """Before the fix 22 of these 150 problems used max_evals + 1 (or + 2): a restoration
     with no budget left spent one evaluation on its residual, and the singular-side test
     after a polish that ended exactly at the budget spent one more."""
     over = []
