@@ -4,8 +4,9 @@ Commands: ``solve FILE`` (a TOML/YAML problem file), ``check FILE`` (solve plus 
 scipy cross-check), ``demo`` (the original experiment's examples) and ``bench`` (the
 quick benchmark table).
 
-Exit codes: 0 solved; 3 no feasible point found; 4 another failure (unbounded,
-interrupted); 2 bad input (a problem file or option constropt rejects, an output path
+Exit codes: 0 solved; 3 no feasible point found (``INFEASIBLE``); 4 another failure
+(unbounded, interrupted, a budget such as ``--time-limit`` that ended the run before a
+feasible point was found); 2 bad input (a problem file or option constropt rejects, an output path
 that cannot be written, or a usage error), reported as one ``error:`` line on stderr.
 """
 

@@ -72,8 +72,10 @@ class BatchResult:
     parameters : dict
         ``{symbol: ndarray (B,)}``, the values each instance was solved with.
     timings : dict
-        Seconds for the whole batch: ``compile``, ``search``, ``polish``, ``total`` (each
-        Result's timings are its share, the batch's divided by ``B``).
+        Seconds for the whole batch, by part as in :attr:`Result.timings` (``import``,
+        ``lowering``, ``setup``, ``compile``, ``search``, ``polish``, ``check``), which add
+        up to ``total``; each Result's timings are its share, the batch's divided by
+        ``B``.
     """
 
     results: tuple
@@ -181,6 +183,8 @@ def solve_batch(problem: Problem, parameters: Mapping[Any, Any], *, device: Any 
         raise OptionError("solve_batch takes a constropt.Problem declared with parameters=")
     unsupported = {"algorithm", "restarts", "repair", "checkpoint", "callback", "progress",
                    "on_generation"} & set(options)
+    if options.get("certify", False) not in (False, None):  # no per-instance certificates
+        unsupported.add("certify")
     if unsupported:
         raise OptionError(f"solve_batch does not support {', '.join(sorted(unsupported))}")
     refuse_problem_options(options, "solve_batch")

@@ -21,15 +21,18 @@ Boxes of the search box are processed thousands at a time (torch, CPU or CUDA):
 
 The proven lower bound is the minimum of ``U``, the bounds of the boxes still in the
 buffer and of every box dropped without a proof of infeasibility.  One host
-synchronisation per step (the gap test), none per box.  :mod:`._certify_result` turns
-the certificate into ``Result`` fields.
+synchronisation per step (the gap test), none per box.  A Ctrl-C stops the
+branch-and-bound with the bound of the last completed step (``complete=False``).
+:mod:`._certify_result` turns the certificate into ``Result`` fields.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 
@@ -37,7 +40,7 @@ from .._errors import OptionError
 
 __all__ = ["Certificate", "certify", "certify_option"]
 
-_DEBUG = False
+_LOG = logging.getLogger("constropt")
 SECOND_ORDER = True
 #: ``certify=True`` and ``"auto"`` aim for this relative gap.
 DEFAULT_GAP = 1e-6
@@ -72,12 +75,25 @@ class Certificate:
     boxes : int
         Boxes processed.
     seconds : float
+        Wall time of the branch-and-bound, set-up included (``Result.timings["certify"]``).
     mean_value : bool
         Whether the mean-value form was used (a smooth objective with exact gradient).
     box : dict
         ``{symbol: (lo, hi)}``: the search box the statement is about.
     statement : str
         What is proven, in words.
+    complete : bool
+        False when Ctrl-C stopped the branch-and-bound: ``lower_bound`` is the bound of
+        the last step it completed (still proven; ``-inf``, ``+inf`` when maximizing,
+        if it stopped before the first), and the solve's status is ``INTERRUPTED``.
+    lps : int
+        Linear programs solved (0: the bounds come from interval forms, no LP
+        relaxation yet).
+    timings : mapping
+        Where the time went, in seconds: ``setup`` (the interval model, multipliers,
+        exclusion box), ``contract`` (propagation of the constraints), ``bound`` (the
+        lower bounds of the boxes), ``branch`` (choosing and splitting boxes, the gap
+        test); they add up to ``seconds``.
     """
 
     kind: str
@@ -91,6 +107,12 @@ class Certificate:
     mean_value: bool
     box: dict
     statement: str
+    complete: bool = True
+    lps: int = 0
+    timings: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        object.__setattr__(self, "timings", MappingProxyType(dict(self.timings)))
 
 
 def certify_option(value):
@@ -146,7 +168,42 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
     Returns
     -------
     Certificate
+        ``complete=False`` when a Ctrl-C stopped it: the bound of the last completed
+        step (a KeyboardInterrupt is not raised).
     """
+    t0 = time.perf_counter()
+    sign = -1.0 if problem.maximize else 1.0
+    U = sign * incumbent if incumbent is not None and math.isfinite(incumbent) else math.inf
+    spent = {"setup": 0.0, "contract": 0.0, "bound": 0.0, "branch": 0.0}
+    box = {s: (float(a), float(z)) for s, a, z in zip(problem.variables, problem.lower,
+                                                       problem.upper)} \
+        if not problem.has_vector_variables else {}
+    progress = {"L": -math.inf, "boxes": 0, "mean_value": False}
+    try:
+        return _branch_and_bound(problem, pvec, U, sign, x, gap, time_limit, device, dtype,
+                                 batch, max_boxes, target_time, t0, spent, box, progress)
+    except KeyboardInterrupt:
+        L = progress["L"]
+        seconds = time.perf_counter() - t0
+        spent["branch"] = max(0.0, seconds - spent["setup"] - spent["contract"] -
+                              spent["bound"])
+        g = _gap(U, L)
+        sense = "smaller" if not problem.maximize else "larger"
+        statement = (f"interrupted (Ctrl-C) after {progress['boxes']} boxes: no point of "
+                     f"the search box that satisfies the constraints (exact real "
+                     f"arithmetic; equalities as |h(x)| <= {problem.eq_tol:g}) has an "
+                     f"objective {sense} than {sign * L!r}")
+        return Certificate("bound", sign * L, g, gap, g <= gap,
+                           sign * U if math.isfinite(U) else math.nan, progress["boxes"],
+                           seconds, progress["mean_value"], box, statement, complete=False,
+                           timings=spent)
+
+
+def _branch_and_bound(problem, pvec, U, sign, x, gap, time_limit, device, dtype, batch,
+                      max_boxes, target_time, t0, spent, box, progress):
+    """The body of :func:`certify`; ``spent`` gathers the seconds per part and
+    ``progress`` the last proven bound ``L`` (minimization sense) and the boxes so far,
+    which a Ctrl-C leaves behind."""
     import torch
 
     from ..problem._fbbt import problem_model
@@ -154,7 +211,6 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
     from ._certify_exclusion import exclusion_box, second_order_bound
     from ._certify_nodes import contract_nodes
 
-    t0 = time.perf_counter()
     if not isinstance(device, torch.device):  # "auto" from solve: the search's device
         from ..engine._backend import resolve_device
 
@@ -163,9 +219,9 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
     dtype = dtype or torch.float64
     if batch is None:
         batch = 16384 if dev.type == "cuda" else 1024
-    sign = -1.0 if problem.maximize else 1.0
-    U = sign * incumbent if incumbent is not None and math.isfinite(incumbent) else math.inf
     model = problem_model(problem, gradient=True)
+    mean_value = bool(model.grad is not None and model.smooth(model.f))
+    progress["mean_value"] = mean_value
     leaves = model.leaves
     lam = np.zeros(len(leaves))
     if x is not None and math.isfinite(U) and model.lagrangian is not None \
@@ -195,14 +251,17 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
     if excl is not None:
         e_lo, e_hi = (t.to(dev).reshape(-1, 1) for t in excl[:2])
         e_bound = excl[2]
-        if _DEBUG:
-            print("exclusion box", excl)
+        _LOG.debug("certify: exclusion box %s", excl)
     boxes = 0
+    spent["setup"] = time.perf_counter() - t0
 
     def evaluate(lo, hi):
         """Contract, bound, prune: the surviving boxes and their bounds."""
         nonlocal floor
+        t_c = time.perf_counter()
         lo, hi, empty, domains = contract_nodes(model.program, lo, hi, P, targets, integer)
+        t_b = time.perf_counter()
+        spent["contract"] += t_b - t_c
         lower, score, bad = bound_boxes(model, lo, hi, P, domains, eq_slack, problem.eq_tol,
                                         use_lag)
         lower = lower.double()
@@ -223,7 +282,9 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
         gone = ~dead & tiny
         floor = torch.minimum(floor, torch.where(gone, lower, math.inf).min())
         keep = ~(dead | gone)
-        return lo[:, keep], hi[:, keep], lower[keep], score[:, keep]
+        out = lo[:, keep], hi[:, keep], lower[keep], score[:, keep]
+        spent["bound"] += time.perf_counter() - t_b
+        return out
 
     lo, hi, lb, score = evaluate(lo, hi)
     boxes += 1
@@ -232,13 +293,13 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
     while True:
         n = lb.numel()
         L = min(U, float(torch.minimum(floor, lb.min() if n else floor)))
+        progress["L"], progress["boxes"] = L, boxes  # proven: every box is accounted for
         g = _gap(U, L)
         elapsed = time.perf_counter() - t0
         for t in (1e-4, 1e-6):
             if g <= t and t not in times:
                 times[t] = elapsed
-        if _DEBUG:
-            print(f"step n={n} L={L!r} gap={g:.3g} t={elapsed:.2f}")
+        _LOG.debug("certify: step n=%d L=%r gap=%.3g t=%.2f", n, L, g, elapsed)
         if n == 0 or g <= gap or elapsed > time_limit:
             break
         k = min(batch, n)
@@ -267,20 +328,18 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
             m[worst] = False
             floor = torch.minimum(floor, lb[worst].min())
             lo, hi, lb, score = lo[:, m], hi[:, m], lb[m], score[:, m]
+    if _LOG.isEnabledFor(logging.DEBUG) and lb.numel():
+        for j in torch.argsort(lb)[:5].tolist():
+            _LOG.debug("certify: worst box %r %s %s", float(lb[j]), lo[:, j].tolist(),
+                       hi[:, j].tolist())
     seconds = time.perf_counter() - t0
-    if _DEBUG and lb.numel():
-        order = torch.argsort(lb)[:5]
-        for j in order.tolist():
-            print("worst", float(lb[j]), lo[:, j].tolist(), hi[:, j].tolist())
-    box = {s: (float(a), float(z)) for s, a, z in zip(problem.variables, problem.lower,
-                                                       problem.upper)} \
-        if not problem.has_vector_variables else {}
+    spent["branch"] = max(0.0, seconds - spent["setup"] - spent["contract"] - spent["bound"])
     if not math.isfinite(U) and lb.numel() == 0 and not math.isfinite(float(floor)):
         return Certificate("infeasible", math.nan, math.inf, gap, True, math.nan, boxes,
-                           seconds, bool(model.grad is not None and model.smooth(model.f)), box,
+                           seconds, mean_value, box,
                            "no point of the search box satisfies the constraints (interval "
                            "branch-and-bound in exact real arithmetic, equalities as "
-                           f"|h(x)| <= {problem.eq_tol:g})")
+                           f"|h(x)| <= {problem.eq_tol:g})", timings=spent)
     g = _gap(U, L)
     bound = sign * L
     sense = "smaller" if not problem.maximize else "larger"
@@ -288,8 +347,8 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
                  f"arithmetic; equalities as |h(x)| <= {problem.eq_tol:g}) has an objective "
                  f"{sense} than {bound!r}")
     return Certificate("bound", bound, g, gap, g <= gap, sign * U if math.isfinite(U)
-                       else math.nan, boxes, seconds,
-                       bool(model.grad is not None and model.smooth(model.f)), box, statement)
+                       else math.nan, boxes, seconds, mean_value, box, statement,
+                       timings=spent)
 
 
 def multipliers(model, problem, pvec, x) -> np.ndarray:

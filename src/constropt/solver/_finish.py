@@ -16,6 +16,7 @@ import sympy as sp
 
 from .._errors import OptionError
 from ..problem._evaluate import report_numpy
+from ._interrupt import mandatory
 from ._result import History, Result, Status
 from ._verdict import (
     UNBOUNDED_LEVEL,
@@ -29,7 +30,8 @@ from ._verdict import (
 from ._verdict import diverges as diverges_one
 
 __all__ = ["Budget", "check_point", "diverges", "polish_from", "polish_stage", "finish",
-           "verdict", "constant_note", "refine_batch", "point_dict", "UNBOUNDED_LEVEL"]
+           "verdict", "infeasible_status", "constant_note", "refine_batch", "point_dict",
+           "UNBOUNDED_LEVEL"]
 
 #: Polish evaluations kept from the search's budget per continuous gene (at least 300).
 RESERVE_PER_GENE = 250
@@ -215,7 +217,8 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
         if not kkt > STATIONARY:
             break
         start = cand
-    if again and best is not best0 and not info.get("timed_out"):
+    if again and best is not best0 and not info.get("timed_out") and \
+            (max_evals is None or nfev < max_evals):  # its one evaluation within the budget
         held, used = singular_sides(problem, best, pvec)
         nfev += used
         if held.any():
@@ -364,18 +367,19 @@ def finish(problem, inst, pvec, budget: Budget, *, polish: bool, starts: int = 3
         best, used, settled, f_best, V_best = refined
         nfev += used
         polish = polish and not settled
-    else:
-        f_best, V_best = check_point(problem, best, pvec)
-    nfev += 1  # the float64 check is an evaluation too (refine_batch kept room for it)
     reason = inst.reason
+    if refined is None:  # a first Ctrl-C in a final check: INTERRUPTED, checked once more
+        (f_best, V_best), reason = mandatory(reason, lambda r: check_point(problem, best, pvec))
+    nfev += 1  # the float64 check is an evaluation too (refine_batch kept room for it)
     if polish and problem.n <= 2000 and reason not in (Status.UNBOUNDED, Status.INTERRUPTED):
         best, f_best, V_best, nfev, stopped = polish_stage(
             problem, inst.population, best, f_best, V_best, pvec, budget.total, nfev,
             starts=starts, deadline=deadline)
         if stopped is not None:
             reason = stopped
-    best, f_best, V_best, nfev, status, message, checked = verdict(
-        problem, best, f_best, V_best, pvec, reason, nfev, budget.total, unbounded=unbounded)
+    (best, f_best, V_best, nfev, status, message, checked), _ = mandatory(
+        reason, lambda r: verdict(problem, best, f_best, V_best, pvec, r, nfev, budget.total,
+                                  unbounded=unbounded))
     return best, f_best, V_best, nfev, status, message + constant_note(problem, checked), \
         checked
 
@@ -400,8 +404,7 @@ def verdict(problem, best, f_best, V_best, pvec, reason, nfev: int, limit, *,
     if reason is Status.INTERRUPTED:
         status, message = reason, reason.value + checked.note
     elif not checked.feasible:
-        status = Status.INFEASIBLE
-        message = f"{Status.INFEASIBLE.value}{checked.note} (search ended: {reason.value})"
+        status, message = infeasible_status(reason, checked.note)
     elif objective_verdict(problem, f_best) is not None:
         status, message = objective_verdict(problem, f_best)
     else:
@@ -453,6 +456,32 @@ def verdict(problem, best, f_best, V_best, pvec, reason, nfev: int, limit, *,
                                "which lies at an open or strict side of the box (raise "
                                f"max_evals; search ended: {reason.value})")
     return best, f_best, V_best, nfev, status, message, checked
+
+
+#: Why a search ended, when the user's budget or callback (not the search running its
+#: course) ended it before any feasible point was found.
+_CUT_SHORT = {
+    Status.TIME_LIMIT: "time_limit ended the run before a feasible point was found",
+    Status.MAX_EVALS: "the evaluation budget max_evals ended the run before a feasible "
+                      "point was found",
+    Status.MAX_GENERATIONS: "max_generations ended the run before a feasible point was "
+                            "found",
+    Status.CALLBACK: "the callback stopped the run before a feasible point was found",
+}
+
+
+def infeasible_status(reason, note: str = ""):
+    """``(status, message)`` of a final point that is not feasible.
+
+    ``INFEASIBLE`` says the search ran its course (it converged) without finding a
+    feasible point, or infeasibility was proven; a budget (``time_limit``,
+    ``max_evals``, ``max_generations``) or the callback that ended the run first keeps
+    its own status (``success`` is False either way): ``time_limit=1e-3`` on a feasible
+    problem is not evidence of infeasibility."""
+    if reason in _CUT_SHORT:
+        return reason, (f"{reason.value}: {_CUT_SHORT[reason]}; the result is the "
+                        f"least-violating point (not proven infeasible){note}")
+    return Status.INFEASIBLE, f"{Status.INFEASIBLE.value}{note} (search ended: {reason.value})"
 
 
 _CONSTANT: dict = {}  # id(problem) -> (problem, objective is constant): a batch asks B times

@@ -191,7 +191,9 @@ def restore(problem, x0: np.ndarray, pvec: np.ndarray, max_evals=None, iters: in
     SLSQP started from a point off a curved equality manifold (six trigonometric
     equalities, say) can stall at a violation of 1e-3; a projection onto the manifold
     first gives it a feasible start.  Returns ``(x (N,), used)``: ``x`` the least
-    violating point met (``x0`` when nothing helped), ``used`` the evaluations spent.
+    violating point met (``x0`` when nothing helped), ``used`` the evaluations spent
+    (none when ``max_evals`` leaves no room for a step: the residual alone would be
+    wasted, and at a spent budget it would exceed it).
     """
     from ._polish import conjunctive_leaves, rounding_scale
 
@@ -229,6 +231,8 @@ def restore(problem, x0: np.ndarray, pvec: np.ndarray, max_evals=None, iters: in
 
     used = 0
     x = np.clip(np.asarray(x0, dtype=np.float64), lo, hi)
+    if max_evals is not None and max_evals < 7:  # no room for one step after the residual
+        return x, 0
     r, rows, v, C = residual(x)
     used += 1
     aim_held = False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import os
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,7 +13,7 @@ import numpy as np
 
 from ..engine._status import Status
 
-__all__ = ["Status", "History", "Result", "FrozenDict"]
+__all__ = ["Status", "History", "Result", "FrozenDict", "add_up"]
 
 
 class FrozenDict(Mapping):
@@ -54,6 +55,18 @@ class FrozenDict(Mapping):
     def copy(self) -> dict:
         """A plain dict of the items."""
         return dict(self._data)
+
+
+def add_up(timings, t_start: float) -> dict:
+    """``timings`` (seconds by part) closed at this moment: ``total`` the wall time since
+    ``t_start`` (a ``time.perf_counter()`` value), and ``setup`` whatever no other part
+    measured (options, device, code generation, building the search), so that the
+    parts add up to ``total``."""
+    out = {k: float(v) for k, v in dict(timings).items() if k not in ("setup", "total")}
+    total = time.perf_counter() - t_start
+    rest = max(0.0, total - sum(out.values()))
+    return {"import": out.pop("import", 0.0), "lowering": out.pop("lowering", 0.0),
+            "setup": rest, **out, "total": total}
 
 
 @dataclass(frozen=True)
@@ -127,8 +140,8 @@ class Result:
         (building the Problem), ``setup`` (options, device, code generation, building the
         search), ``compile``, ``search`` (this call's: a resumed run counts from the
         resume), ``polish``, ``check`` (float64 check, unboundedness probe),
-        ``cross_check`` (when asked); the parts add up to ``total``, the wall time of the
-        call.
+        ``cross_check`` and ``certify`` (when asked); the parts add up to ``total``, the
+        wall time of the call.
     history : History
     cross_check : CrossCheck or None
     lower_bound : float or None

@@ -9,6 +9,7 @@ happens once, in ``_build.py``; finishing (polish, check, status) in ``_finish.p
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import NamedTuple
 
 import numpy as np
@@ -20,8 +21,10 @@ from ._build import (  # re-exported: the search's settings live in _build
     compile_choice,
     default_pop_size,
 )
+from ._certify_result import certify_result
+from ._interrupt import cross_checked, interrupted
 from ._options import stored_options
-from ._result import Status
+from ._result import Status, add_up
 
 __all__ = ["Search", "BestPoint", "build", "ALGORITHMS", "default_pop_size",
            "compile_choice", "COMPILE_THRESHOLD"]
@@ -223,70 +226,77 @@ class Search:
 
     def _finish(self):
         """Every instance's Result (a batch has B); the budget and the polish follow
-        the same rules for every mode."""
-        from dataclasses import replace
-
+        the same rules for every mode.  A Ctrl-C during the finishing steps stops the
+        polish of the instances not yet finished: they, and the one it landed in, end
+        ``INTERRUPTED`` with their best point so far, checked (:mod:`._interrupt`)."""
         from .._errors import SolveFailedError
-        from ._finish import diverges, finish, make_result, refine_batch
+        from ._finish import diverges, finish, make_result, probe_cost, refine_batch
 
         if self._results is not None:
             return self._results
         self.run()
         out = self._driver.outcome()
         problem, opts, M, eng = self.problem, self._opts, self._M, self._engine
-        B = len(out)
+        insts = list(out)
+        B = len(insts)
         t_pol = time.perf_counter()
         verdicts, refined = [None] * B, [None] * B
-        if B > 1:  # vectorized over the instances: the polish, the unboundedness probe
-            ok = [inst.reason not in (Status.UNBOUNDED, Status.INTERRUPTED) for inst in out]
-            if opts.polish and problem.n <= 2000 and any(ok):
-                sub = [b for b in range(B) if ok[b]]
-                for b, r in zip(sub, refine_batch(problem, [out[b] for b in sub],
+        stopped = False  # a Ctrl-C landed in the finishing steps
+        ok = [inst.reason not in (Status.UNBOUNDED, Status.INTERRUPTED) for inst in insts]
+        if B > 1 and opts.polish and problem.n <= 2000 and any(ok):
+            # vectorized over the instances: the polish, the unboundedness probe
+            sub = [b for b in range(B) if ok[b]]
+            try:
+                for b, r in zip(sub, refine_batch(problem, [insts[b] for b in sub],
                                                   M[:, sub], eng.budget)):
                     refined[b] = r
+            except KeyboardInterrupt:
+                refined, stopped = [None] * B, True
             # probed here: the instances the batched polish settled, with budget room
             # (the others are probed one by one after their SLSQP polish, in finish)
-            from ._finish import probe_cost
-
             cost = probe_cost(problem)
             todo = [b for b in range(B) if refined[b] is not None and refined[b][2] and (
                 eng.budget.total is None or
-                out[b].nfev + refined[b][1] + cost <= eng.budget.total)]
-            if todo:
+                insts[b].nfev + refined[b][1] + cost <= eng.budget.total)]
+            if todo and not stopped:
                 X = np.stack([refined[b][0] for b in todo], axis=1)
-                v, used = diverges(problem, X, M[:, todo])
-                for b, vb, ub in zip(todo, v, used):
-                    verdicts[b] = (bool(vb), int(ub))
-        finished = [finish(problem, inst, M[:, b], eng.budget, polish=opts.polish,
-                           starts=3 if B == 1 else 1, unbounded=verdicts[b],
-                           refined=refined[b], deadline=self._deadline)
-                    for b, inst in enumerate(out)]
+                try:
+                    v, used = diverges(problem, X, M[:, todo])
+                    for b, vb, ub in zip(todo, v, used):
+                        verdicts[b] = (bool(vb), int(ub))
+                except KeyboardInterrupt:
+                    stopped = True
+        finished = []
+        for b, inst in enumerate(insts):
+            if stopped and inst.reason is not Status.INTERRUPTED:
+                inst = insts[b] = inst._replace(reason=Status.INTERRUPTED)
+            fin = finish(problem, inst, M[:, b], eng.budget, polish=opts.polish,
+                         starts=3 if B == 1 else 1, unbounded=verdicts[b],
+                         refined=refined[b], deadline=self._deadline)
+            stopped = stopped or fin[4] is Status.INTERRUPTED
+            finished.append(fin)
         polish_s = time.perf_counter() - t_pol
-        total = time.perf_counter() - self._t_start
-        timings = {"import": eng.import_s, "lowering": self._t_lower, "setup": 0.0,
-                   "compile": eng.compile_s, "search": out.seconds, "polish": polish_s,
-                   "check": 0.0, "total": total}
-        # setup: options, device, code generation, building the search (all the rest)
-        timings["setup"] = max(0.0, total - sum(v for k, v in timings.items() if k != "total"))
-        if B > 1:  # each instance's share of the batch's time
-            timings = {k: v / B for k, v in timings.items()}
+        timings = add_up({"import": eng.import_s, "lowering": self._t_lower,
+                          "compile": eng.compile_s, "search": out.seconds,
+                          "polish": polish_s, "check": 0.0}, self._t_start)
+        self._timings = timings  # the batch's, undivided
+        share = {k: v / B for k, v in timings.items()}  # each instance's share
         results = [make_result(problem, inst, *fin, seed=self._seed, device=eng.device,
-                               timings=dict(timings), backend=eng.backend)
-                   for inst, fin in zip(out, finished)]
-        if self._cross and B == 1:
-            from ._crosscheck import cross_check as _cc
-
-            t0 = time.perf_counter()
-            cc = _cc(results[0])
-            tm = dict(results[0].timings)
-            tm["cross_check"] = time.perf_counter() - t0
-            tm["total"] = time.perf_counter() - self._t_start
-            results[0] = replace(results[0], cross_check=cc, timings=tm)
-        self._results = (results if B > 1 else [results[0]])
-        self._timings = {"compile": eng.compile_s, "search": out.seconds,
-                         "polish": polish_s, "total": total}
+                               timings=dict(share), backend=eng.backend)
+                   for inst, fin in zip(insts, finished)]
+        if B == 1:
+            res = results[0]
+            if self._cross:
+                res = cross_checked(res, self._t_start)
+            if opts.certify and res.status is not Status.INTERRUPTED:
+                try:
+                    res = certify_result(res, problem, M[:, 0], opts, eng.device,
+                                         self._t_start)
+                except KeyboardInterrupt:  # before the branch-and-bound
+                    res = interrupted(res, "before the certificate's branch-and-bound began")
+            results[0] = res = replace(res, timings=add_up(res.timings, self._t_start))
+            self._timings = dict(res.timings)
+        self._results = results
         if opts.throw and B == 1 and not results[0].success:
             raise SolveFailedError(f"solve failed: {results[0].message}", results[0])
         return self._results
-
-

@@ -15,9 +15,11 @@ from .._errors import SolveFailedError
 from ..problem._bounds import BoundsLike
 from ..problem._problem import Problem
 from ._build import COMPILE_THRESHOLD, POLISH_TIME_SHARE, _problem_of, _seed
+from ._certify_result import certify_result
 from ._finish import constant_note, polish_from, polish_stage, verdict
+from ._interrupt import cross_checked, interrupted, mandatory
 from ._options import SolveOptions, stored_options
-from ._result import History, Result, Status
+from ._result import History, Result, Status, add_up
 from ._verdict import UNBOUNDED_LEVEL, check_point, point_dict
 
 __all__ = ["solve", "resume", "COMPILE_THRESHOLD", "UNBOUNDED_LEVEL", "check_point",
@@ -155,23 +157,31 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
     expandable = problem._soft.any and resume is None and opts.checkpoint is None
     box, rounds, nfev, nit, compile_s, polish_s, search_s = problem, 0, 0, 0, 0.0, 0.0, 0.0
     hist, pressed, reason = [], None, None
-    import_s = 0.0
+    import_s = check_s = 0.0
+    last_box = problem
     while True:
         ropts = _remaining(opts, nfev, search_s + polish_s)
-        out, seconds, eng = _run_round(box, ropts, dev, dtype, seed, compile, pvec,
-                                       resume=resume, settings=settings, deadline=deadline,
-                                       search_deadline=search_deadline)
+        try:
+            out, seconds, eng = _run_round(box, ropts, dev, dtype, seed, compile, pvec,
+                                           resume=resume, settings=settings,
+                                           deadline=deadline, search_deadline=search_deadline)
+        except KeyboardInterrupt:  # setting up a new search (the search catches its own)
+            if not rounds:
+                raise  # no point evaluated yet: nothing to return
+            box, rounds, reason, pressed = last_box, rounds - 1, Status.INTERRUPTED, None
+            break  # the previous round's best point, checked and polished, stands
         compile_s, nit = compile_s + eng.compile_s, nit + out.nit
         import_s += eng.import_s
         search_s += seconds - before  # this call's share (a resumed run counts on)
         hist.append((nfev + out.hist_nfev, out.hist_f, out.hist_cv))
         best = out.x.copy()
-        f_best, V_best = check_point(problem, best, pvec)
+        t_c = time.perf_counter()
+        (f_best, V_best), reason = mandatory(out.reason,
+                                             lambda r: check_point(problem, best, pvec))
+        check_s += time.perf_counter() - t_c
         base, nfev = nfev, nfev + out.nfev + 1  # the float64 check is an evaluation too
-        reason = out.reason
         t_pol = time.perf_counter()
-        if opts.polish and n <= 2000 and out.reason not in (Status.UNBOUNDED,
-                                                            Status.INTERRUPTED):
+        if opts.polish and n <= 2000 and reason not in (Status.UNBOUNDED, Status.INTERRUPTED):
             budget = None if opts.max_evals is None else opts.max_evals - base
             best, f_best, V_best, used, stopped = polish_stage(
                 box, out.population, best, f_best, V_best, pvec, budget, nfev - base,
@@ -186,9 +196,13 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
                 reason in (Status.INTERRUPTED, Status.CALLBACK, Status.TARGET,
                            Status.UNBOUNDED, Status.TIME_LIMIT):
             break
-        lo_m, hi_m, used = pressed_sides(problem, box, best, f_best, pvec,
-                                         None if opts.max_evals is None else
-                                         opts.max_evals - nfev)
+        try:
+            lo_m, hi_m, used = pressed_sides(problem, box, best, f_best, pvec,
+                                             None if opts.max_evals is None else
+                                             opts.max_evals - nfev)
+        except KeyboardInterrupt:
+            reason = Status.INTERRUPTED
+            break
         nfev += used
         if not (lo_m.any() or hi_m.any()):
             break
@@ -199,12 +213,14 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
         if rounds == MAX_EXPANSIONS or (evals_left is not None and evals_left < 2 * S) or \
                 (time_left is not None and time_left <= 0):
             break
+        last_box = box
         box = expand(problem, box, lo_m, hi_m, last=rounds == MAX_EXPANSIONS - 1)
         rounds += 1
     t_check = time.perf_counter()
 
-    best, f_best, V_best, nfev, status, message, checked = verdict(
-        problem, best, f_best, V_best, pvec, reason, nfev, opts.max_evals, box=box)
+    (best, f_best, V_best, nfev, status, message, checked), _ = mandatory(
+        reason, lambda r: verdict(problem, best, f_best, V_best, pvec, r, nfev,
+                                  opts.max_evals, box=box))
     feasible = checked.feasible
     if feasible and reason is not Status.TARGET and pressed is not None and \
             (status is reason or status is Status.UNBOUNDED):
@@ -229,33 +245,26 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
     hist = History(*(np.concatenate([h[k] for h in hist]) for k in range(3)))
     hist = History(hist.nfev, sign * hist.fun, hist.cv)
     timings = {"import": import_s, "lowering": spent.get("lowering", 0.0),
-               "setup": 0.0, "compile": compile_s, "search": search_s, "polish": polish_s,
-               "check": time.perf_counter() - t_check}
-    timings["total"] = time.perf_counter() - t_start
-    # setup: options, device, code generation, building the search (all the rest)
-    timings["setup"] = max(0.0, timings["total"] - sum(v for k, v in timings.items()
-                                                       if k != "total"))
+               "compile": compile_s, "search": search_s, "polish": polish_s,
+               "check": check_s + time.perf_counter() - t_check}
     result = Result(
         x=point_dict(problem, best, checked.genes), x_array=best, variables=problem.variables,
         fun=f_best, feasible=feasible, maxcv=float(V_best.max()) if V_best.size else 0.0,
         violations=V_best, success=feasible and not status.failed, status=status,
         message=message, nit=nit, nfev=nfev, seed=seed, device=str(eng.device),
-        timings=timings, backend=eng.backend,
+        timings=add_up(timings, t_start), backend=eng.backend,
         history=hist, problem=box if rounds else problem,
         verification=checked.verification)
+    # what is left is optional: after a Ctrl-C it is skipped, and a Ctrl-C during it
+    # returns the result as it stands (INTERRUPTED)
     if cross_check:
-        from ._crosscheck import cross_check as _cc
-
-        t0 = time.perf_counter()
-        cc = _cc(result)
-        timings = dict(result.timings)
-        timings["cross_check"] = time.perf_counter() - t0
-        timings["total"] = time.perf_counter() - t_start
-        result = replace(result, cross_check=cc, timings=timings)
-    if opts.certify:
-        from ._certify_result import certify_result
-
-        result = certify_result(result, problem, pvec, opts, dev, t_start)
+        result = cross_checked(result, t_start)
+    if opts.certify and result.status is not Status.INTERRUPTED:
+        try:
+            result = certify_result(result, problem, pvec, opts, dev, t_start)
+        except KeyboardInterrupt:  # before the branch-and-bound (which catches its own)
+            result = interrupted(result, "before the certificate's branch-and-bound began")
+    result = replace(result, timings=add_up(result.timings, t_start))
     if opts.throw and not result.success:
         raise SolveFailedError(f"solve failed: {result.message}", result)
     return result
