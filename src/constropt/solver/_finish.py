@@ -17,15 +17,15 @@ import sympy as sp
 from .._errors import OptionError
 from ..problem._evaluate import report_numpy
 from ._interrupt import mandatory
+from ._rays import edge_suspect, ray_probe
 from ._result import History, Result, Status
 from ._verdict import (
     UNBOUNDED_LEVEL,
     check_point,
     diverges_many,
-    edge_suspect,
+    infeasible_status,
     objective_verdict,
     point_dict,
-    ray_probe,
 )
 from ._verdict import diverges as diverges_one
 
@@ -456,32 +456,6 @@ def verdict(problem, best, f_best, V_best, pvec, reason, nfev: int, limit, *,
                                "which lies at an open or strict side of the box (raise "
                                f"max_evals; search ended: {reason.value})")
     return best, f_best, V_best, nfev, status, message, checked
-
-
-#: Why a search ended, when the user's budget or callback (not the search running its
-#: course) ended it before any feasible point was found.
-_CUT_SHORT = {
-    Status.TIME_LIMIT: "time_limit ended the run before a feasible point was found",
-    Status.MAX_EVALS: "the evaluation budget max_evals ended the run before a feasible "
-                      "point was found",
-    Status.MAX_GENERATIONS: "max_generations ended the run before a feasible point was "
-                            "found",
-    Status.CALLBACK: "the callback stopped the run before a feasible point was found",
-}
-
-
-def infeasible_status(reason, note: str = ""):
-    """``(status, message)`` of a final point that is not feasible.
-
-    ``INFEASIBLE`` says the search ran its course (it converged) without finding a
-    feasible point, or infeasibility was proven; a budget (``time_limit``,
-    ``max_evals``, ``max_generations``) or the callback that ended the run first keeps
-    its own status (``success`` is False either way): ``time_limit=1e-3`` on a feasible
-    problem is not evidence of infeasibility."""
-    if reason in _CUT_SHORT:
-        return reason, (f"{reason.value}: {_CUT_SHORT[reason]}; the result is the "
-                        f"least-violating point (not proven infeasible){note}")
-    return Status.INFEASIBLE, f"{Status.INFEASIBLE.value}{note} (search ended: {reason.value})"
 
 
 _CONSTANT: dict = {}  # id(problem) -> (problem, objective is constant): a batch asks B times
