@@ -278,7 +278,7 @@ class Search:
             from ._crosscheck import cross_check as _cc
 
             t0 = time.perf_counter()
-            cc = _cc(results[0])
+            cc = _cc(results[0], references=self._cross)
             tm = dict(results[0].timings)
             tm["cross_check"] = time.perf_counter() - t0
             tm["total"] = time.perf_counter() - self._t_start

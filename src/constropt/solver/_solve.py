@@ -9,6 +9,7 @@ import numpy as np
 
 from .._errors import SolveFailedError
 from ._build import COMPILE_THRESHOLD, POLISH_TIME_SHARE, _problem_of, _seed
+from ._crosscheck import references_of
 from ._finish import constant_note, polish_from, polish_stage, verdict
 from ._options import SolveOptions
 from ._result import History, Result, Status
@@ -57,8 +58,10 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
         Run the generation step under ``torch.compile``.  ``"auto"`` compiles only when
         ``pop_size * n >= COMPILE_THRESHOLD``, where the compile time pays for itself
         (torch backend only).
-    cross_check : bool
-        Also run scipy reference solvers and attach a :class:`CrossCheck`.
+    cross_check : bool, str or sequence of str
+        Also run reference solvers and attach a :class:`CrossCheck`: ``True`` or
+        ``"scipy"`` (multistart SLSQP and differential evolution), ``"scip"`` (SCIP,
+        needs pyscipopt: ``pip install "constropt[scip]"``), or ``("scipy", "scip")``.
     **options
         Keyword options of :class:`SolveOptions` (``pop_size``, ``max_generations``,
         ``max_evals``, ``time_limit``, ``target``, ``polish``, ``eq_tol``,
@@ -76,6 +79,7 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
     from ..engine._backend import check_device, choose_backend
 
     opts = SolveOptions.from_kwargs(options)
+    cross_check = references_of(cross_check)  # a bad name or a missing pyscipopt: now
     if opts.backend == "numpy":  # a conflict is named before the device is checked
         choose_backend("numpy", device, compile, 0)
     check_device(device)  # "auto" and "cpu" without importing torch
@@ -233,7 +237,7 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
         from ._crosscheck import cross_check as _cc
 
         t0 = time.perf_counter()
-        cc = _cc(result)
+        cc = _cc(result, references=cross_check)
         timings = dict(result.timings)
         timings["cross_check"] = time.perf_counter() - t0
         timings["total"] = time.perf_counter() - t_start
