@@ -93,7 +93,8 @@ def solve(objective, constraints=(), *, variables=None, bounds=None, maximize=Fa
     if proof is not None:  # bound propagation emptied the box: no search to run
         from ._certify_result import proof_result
 
-        result = proof_result(problem, proof, pvec, seed, str(dev), t_start, t_lower)
+        result = proof_result(problem, proof, pvec, seed, str(dev), t_start, t_lower,
+                              max_evals=opts.max_evals)
         if opts.throw:
             raise SolveFailedError(f"solve failed: {result.message}", result)
         return result
