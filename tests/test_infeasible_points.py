@@ -93,3 +93,4 @@ def test_least_violating_point_keeps_to_max_evals(max_evals):
                                                                         y: (-5, 5)})
     res = constropt.solve(p, seed=0, device="cpu", max_evals=max_evals)
     assert res.status is Status.INFEASIBLE and 1 <= res.nfev <= max(max_evals, 2)
+
