@@ -59,7 +59,7 @@ def test_integer_variables_on_numpy(algorithm):
     assert res.backend == "numpy" and res.feasible
     # n = 3, x = 2.3: 0.16; atol: x is polished in float64
     np.testing.assert_allclose(res.x_array, [2.3, 3.0], atol=1e-7)
-    assert res.x_array[1] == 3.0
+    assert res.x_array[1] == 3.0  # the integer gene: a whole number, exact
     assert res.fun == pytest.approx(0.16, abs=1e-9)
 
 

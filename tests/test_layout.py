@@ -32,6 +32,7 @@ EDGE = RANK["cli"]
 UPWARD = {
     ("constropt.problem._problem", "constropt.interface._plot"): "Problem.plot",
     ("constropt.problem._problem", "constropt.solver._scipy"): "Problem.to_scipy",
+    ("constropt.problem._problem", "constropt.solver._scip"): "Problem.to_scip",
     ("constropt.solver._result", "constropt.interface._plot"): "Result.plot",
 }
 

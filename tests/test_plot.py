@@ -144,3 +144,78 @@ def test_matplotlib_stays_lazy_and_backend_untouched(tmp_path):
     assert out.stdout.strip() == "ok"
     check_png(tmp_path / "a.png")
     check_png(tmp_path / "b.png")
+
+
+def _bbox(artist, fig):
+    return artist.get_window_extent(fig.canvas.get_renderer())
+
+
+def test_legend_does_not_cover_the_result_star(problem, result, tmp_path):
+    # the optimum (0.5, 1.5) sits in the upper left, where "best" placement put the legend
+    fig = problem.plot(result, tmp_path / "star.png", resolution=60)
+    (ax,) = fig.get_axes()
+    (star,) = [ln for ln in ax.get_lines() if ln.get_marker() == "*"]
+    px, py = ax.transData.transform(star.get_xydata()[0])
+    legend = _bbox(ax.get_legend(), fig)
+    assert not legend.contains(px, py)
+    assert not legend.overlaps(_bbox(ax.patch, fig))  # beside the axes, not over them
+    # the convergence plot: the same for its result star
+    fig = result.plot(tmp_path / "conv.png")
+    ax_f = fig.get_axes()[0]
+    (star,) = [ln for ln in ax_f.get_lines() if ln.get_marker() == "*"]
+    px, py = ax_f.transData.transform(star.get_xydata()[0])
+    assert not _bbox(ax_f.get_legend(), fig).contains(px, py)
+
+
+def _legend_labels(ax):
+    return [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_convergence_legend_names_only_drawn_lines(tmp_path):
+    # x + y with a box inside the feasible set: the best point is feasible from the start
+    p = constropt.Problem(x + y, [x + y >= -10], bounds={x: (0, 1), y: (0, 1)})
+    res = constropt.solve(p, seed=0, device="cpu", max_generations=10)
+    assert (res.history.cv == 0).all()
+    fig = res.plot(tmp_path / "feasible.png")
+    ax_f, ax_v = fig.get_axes()
+    labels = _legend_labels(ax_f)
+    assert "best objective (infeasible point)" not in labels
+    drawn = {ln.get_label() for ln in ax_f.get_lines()
+             if np.isfinite(np.asarray(ln.get_ydata(), dtype=float)).any()}
+    assert set(labels) == drawn
+    # no free text over the curves: the feasibility note is a legend entry
+    assert len(ax_v.texts) == 0 and any("feasible throughout" in t for t in _legend_labels(ax_v))
+    # twin axes (ax=): one legend, the same rule
+    fig2 = Figure()
+    ax = fig2.subplots()
+    res.plot(ax=ax)
+    assert "best objective (infeasible point)" not in _legend_labels(ax)
+
+
+def test_convergence_legend_while_infeasible_throughout(tmp_path):
+    # x**4 + y**4 <= 1 on the unit circle: never feasible (propagation cannot prove
+    # it), so the search runs and stays infeasible
+    p = constropt.Problem(x + y, [sp.Eq(x**2 + y**2, 1), x**4 + y**4 >= 1.5],
+                          bounds={x: (-2, 2), y: (-2, 2)})
+    assert p.infeasibility_proof is None
+    res = constropt.solve(p, seed=0, device="cpu", max_generations=5, polish=False)
+    assert not res.feasible and (res.history.cv > 0).all()
+    fig = res.plot(tmp_path / "inf.png")
+    labels = _legend_labels(fig.get_axes()[0])
+    assert "best objective (feasible point)" not in labels
+
+
+def test_contour_labels_round_tiny_levels_to_zero(tmp_path):
+    from constropt.interface._plot import contour_label
+
+    assert contour_label(-4.440892098500626e-16, 2.0) == "0"
+    assert contour_label(0.0, 2.0) == "0" and contour_label(-1e-4, 1e-4) == "-0.0001"
+    assert contour_label(1.23456, 2.0) == "1.23" and contour_label(-3e7, 3e7) == "-3e+07"
+    # x - y on a symmetric box: the middle level is 0 up to rounding
+    p = constropt.Problem(x - y, [x + y <= 1], bounds={x: (-1, 1), y: (-1, 1)})
+    fig = p.plot(path=tmp_path / "zero.png", resolution=41)
+    (ax,) = fig.get_axes()
+    texts = [t.get_text() for t in ax.texts]
+    assert texts and not any("e-1" in t for t in texts)
+    for t in texts:
+        float(t)  # every label a plain number

@@ -155,8 +155,12 @@ def test_lower_bound_above_upper():
 
 
 def test_contradictory_constraint_bounds():
-    with pytest.raises(ProblemError, match="constraints on x contradict"):
-        constropt.Problem(x**2, [x >= 2, x <= 1])
+    # constraints that leave x no value: an infeasible problem (proven), not bad input;
+    # tests/test_infeasible_points.py solves it and runs it from the command line
+    p = constropt.Problem(x**2, [x >= 2, x <= 1])
+    assert p.infeasibility_proof is not None
+    assert "constraints on x contradict" in p.infeasibility_proof.statement
+    assert p.bounds[x] == (1.0, 2.0)  # the hull of the contradicting sides
 
 
 def test_integer_variable_without_integer_in_bounds():

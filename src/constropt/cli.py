@@ -92,7 +92,10 @@ _common = [
     click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=None,
                  help="Random seed (reproducible runs), 0 to 2**64 - 1."),
     click.option("--max-evals", type=int, default=None, help="Evaluation budget."),
-    click.option("--time-limit", type=float, default=None, help="Seconds of search."),
+    click.option("--time-limit", type=float, default=None,
+                 help="Seconds for the whole solve, counted from the call: setup, "
+                      "search and polish (the final check and the cross-check of "
+                      "`check` come after it)."),
     click.option("--pop-size", type=int, default=None, help="Population size."),
     click.option("--json", "as_json", is_flag=True,
                  help="Print the result as JSON (without the per-generation history)."),

@@ -57,6 +57,28 @@ def _save(fig, path) -> None:
         fig.savefig(os.fspath(path), dpi=110, format="png")
 
 
+def _outside_legend(ax, handles=None, labels=None, **kw):
+    """The legend beside the axes (right of them), never over the data: inside, "best"
+    placement still covered the result's star."""
+    if handles is None:
+        handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return None
+    return ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                     borderaxespad=0.0, fontsize="small", **kw)
+
+
+def contour_label(value: float, scale: float) -> str:
+    """A contour label: three significant digits, and ``0`` for a level within rounding
+    of zero on the plot's scale (a quantile of values around 0 gave ``-4.44e-16``)."""
+    if not np.isfinite(value):
+        return str(value)
+    if abs(value) <= 1e-9 * max(scale, np.finfo(np.float64).tiny):
+        return "0"
+    text = f"{value:.3g}"
+    return "0" if text in ("-0", "0") else text
+
+
 def plot_result(result, path=None, ax=None):
     """Convergence of a run; see :meth:`constropt.Result.plot`."""
     _matplotlib()
@@ -65,7 +87,7 @@ def plot_result(result, path=None, ax=None):
     fun = np.asarray(h.fun, dtype=np.float64)
     cv = np.asarray(h.cv, dtype=np.float64)
     if ax is None:
-        fig, (ax_f, ax_v) = _new_figure(path, 2, (6.4, 5.6))
+        fig, (ax_f, ax_v) = _new_figure(path, 2, (8.6, 5.6))
     else:
         fig = ax.figure
         ax_f, ax_v = ax, ax.twinx()
@@ -75,10 +97,14 @@ def plot_result(result, path=None, ax=None):
     finite = np.isfinite(fun)
     # the dashed stretch runs on to the first feasible point, so the two lines join
     dashed = ~feas | np.concatenate([[False], ~feas[:-1]])[:feas.size]
-    ax_f.plot(nfev, np.where(finite & dashed, fun, np.nan), color=_INFEASIBLE, ls="--",
-              lw=1.2, label="best objective (infeasible point)")
-    ax_f.plot(nfev, np.where(finite & feas, fun, np.nan), color=_OBJECTIVE, lw=1.6,
-              label="best objective (feasible point)")
+    # a line (and its legend entry) only where it has a point to draw
+    infeasible_part = np.where(finite & dashed, fun, np.nan)
+    if np.any(finite & ~feas):
+        ax_f.plot(nfev, infeasible_part, color=_INFEASIBLE, ls="--", lw=1.2,
+                  label="best objective (infeasible point)")
+    if np.any(finite & feas):
+        ax_f.plot(nfev, np.where(finite & feas, fun, np.nan), color=_OBJECTIVE, lw=1.6,
+                  label="best objective (feasible point)")
     if np.isfinite(result.fun):
         ax_f.plot([result.nfev], [result.fun], marker="*", ms=12, ls="none",
                   color=_FEASIBLE if result.feasible else _INFEASIBLE,
@@ -97,25 +123,23 @@ def plot_result(result, path=None, ax=None):
             first = nfev[np.argmax(feas)]
             ax_v.axvline(first, color=_FEASIBLE, ls=":", lw=1.2,
                          label=f"feasible from {int(first)} evaluations")
-    else:
-        ax_v.plot(nfev, cv, color=_FEASIBLE, lw=1.4)
+    else:  # said in the legend: a text in the middle of the axes sat on the curves
+        ax_v.plot(nfev, cv, color=_FEASIBLE, lw=1.4,
+                  label="violation 0: best point feasible throughout")
         ax_v.set_yticks([0.0])
-        ax_v.text(0.5, 0.5, "best point feasible throughout", transform=ax_v.transAxes,
-                  ha="center", va="center", color=_FEASIBLE)
     ax_v.set_ylabel("total violation")
     if ax is None:
         ax_v.set_xlabel("evaluations")
         ax_v.grid(True, alpha=0.3)
         ax_f.set_title(f"convergence: {result.status.name}, nit {result.nit}, "
                        f"nfev {result.nfev}", fontsize="medium")
-        ax_f.legend(loc="best", fontsize="small")
-        if pos.any():
-            ax_v.legend(loc="best", fontsize="small")
+        _outside_legend(ax_f)
+        _outside_legend(ax_v)
     else:  # twin axes: one legend for both
         ax_f.set_xlabel("evaluations")
         h_f, l_f = ax_f.get_legend_handles_labels()
         h_v, l_v = ax_v.get_legend_handles_labels()
-        ax_f.legend(h_f + h_v, l_f + l_v, loc="best", fontsize="small")
+        _outside_legend(ax_f, h_f + h_v, l_f + l_v)
     _save(fig, path)
     return fig
 
@@ -175,7 +199,7 @@ def plot_problem(problem, result=None, path=None, resolution: int = 200, *, ax=N
     feasible = np.asarray(ev.feasible, dtype=bool).reshape(XX.shape)
 
     if ax is None:
-        fig, (ax,) = _new_figure(path, 1, (6.4, 5.4))
+        fig, (ax,) = _new_figure(path, 1, (8.6, 5.4))
     else:
         fig = ax.figure
     handles = []
@@ -184,14 +208,16 @@ def plot_problem(problem, result=None, path=None, resolution: int = 200, *, ax=N
                     alpha=0.25)
         handles.append(Patch(facecolor=_FEASIBLE, alpha=0.25, label="feasible region"))
     elif not any(lf.kind == "eq" for lf in problem.leaves):
-        ax.text(0.5, 0.04, "no feasible grid point in this window", transform=ax.transAxes,
-                ha="center", color=_INFEASIBLE)
+        # said in the legend (a text on the axes sat on the contour labels)
+        handles.append(Patch(facecolor="none", edgecolor=_INFEASIBLE,
+                             label="no feasible grid point in this window"))
     levels = _levels(F)
     if levels is not None:
         with np.errstate(invalid="ignore"):
             cs = ax.contour(XX, YY, np.ma.masked_invalid(F), levels=levels, cmap="viridis",
                             linewidths=0.9)
-        ax.clabel(cs, inline=True, fontsize=7, fmt="%.3g")
+        scale = float(np.max(np.abs(levels)))
+        ax.clabel(cs, inline=True, fontsize=7, fmt=lambda v: contour_label(v, scale))
         handles.append(Line2D([], [], color="#440154", lw=0.9, label="objective contours"))
     # each constraint leaf's boundary c(x) = 0; an equality's feasible set is too thin
     # for the grid, so its curve h(x) = 0 is drawn in the feasible colour instead
@@ -244,6 +270,6 @@ def plot_problem(problem, result=None, path=None, resolution: int = 200, *, ax=N
     ax.set_ylim(y_lo, y_hi)
     sense = "maximize" if problem.maximize else "minimize"
     ax.set_title(f"{sense} {problem.objective}", fontsize="medium")
-    ax.legend(handles=handles, loc="best", fontsize="small", framealpha=0.85)
+    _outside_legend(ax, handles, [h.get_label() for h in handles], framealpha=0.85)
     _save(fig, path)
     return fig

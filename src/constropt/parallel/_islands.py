@@ -254,6 +254,7 @@ def _islands(problem, grp: _Group, dev, seed, opts, solve_options, named, S, m, 
              topology, t_start, t_lower, backend):
     import torch
 
+    from ..solver._crosscheck import references_of
     from ..solver._options import SolveOptions
     from ..solver._result import Result
     from ..solver._search import Search
@@ -287,7 +288,7 @@ def _islands(problem, grp: _Group, dev, seed, opts, solve_options, named, S, m, 
         local["progress"] = False
     lopts = SolveOptions.from_kwargs(local)
     pvec = problem.parameter_vector(lopts.parameters)
-    cross = bool(named.pop("cross_check", False))
+    cross = references_of(named.pop("cross_check", False))
     search = Search._create(problem, lopts, dev, named.get("dtype"), (base + rank) % 2**64,
                             named.get("compile", "auto"), pvec[:, None],
                             t_start=time.perf_counter(), on_generation=hook,
@@ -318,7 +319,7 @@ def _islands(problem, grp: _Group, dev, seed, opts, solve_options, named, S, m, 
         from ..solver._crosscheck import cross_check as _cc
 
         t0 = time.perf_counter()
-        cc = _cc(result)
+        cc = _cc(result, references=cross)
         timings = dict(result.timings)
         timings["cross_check"] = time.perf_counter() - t0
         timings["total"] = timings["total"] + timings["cross_check"]

@@ -22,6 +22,7 @@ import sympy as sp
 
 from .._errors import ProblemError
 from ._constraints import Constraint, Leaf
+from ._fbbt import InfeasibilityProof
 
 __all__ = ["BoundsLike", "BoundsWarning", "make_bounds", "bounds_dict", "is_integer", "default_box",
            "problem_scale", "with_box", "SoftSides", "HUGE_BOUND", "IMPLIED_LIMIT",
@@ -234,6 +235,33 @@ def _linear_bound(leaf: Leaf, scalars: set):
     return v, ("hi" if fa > 0 else "lo"), val, leaf.kind == "lt"
 
 
+def _contradiction(variables, constraints, lo, hi, strict_lo, strict_hi, scalars):
+    """The proof of infeasibility when single-variable linear constraints leave some
+    variable no value (``x >= 3`` and ``x <= 1``), else None.  Such a variable's search
+    box becomes the hull of its contradicting sides (``[1, 3]``), so that the problem
+    can still be built, evaluated and reported on; ``solve`` returns INFEASIBLE with the
+    proof, as for any box that bound propagation empties."""
+    bad = [v for v in variables
+           if lo[v] > hi[v] or (lo[v] == hi[v] and (v in strict_lo or v in strict_hi))]
+    if not bad:
+        return None
+    parts = [f"{v} >= {lo[v]:g} and {v} <= {hi[v]:g}" if lo[v] > hi[v] else
+             f"{v} {'>' if v in strict_lo else '>='} {lo[v]:g} and "
+             f"{v} {'<' if v in strict_hi else '<='} {hi[v]:g}" for v in bad]
+    box = {v: (lo[v], hi[v]) for v in bad}
+    used = tuple(c.relation for c in constraints
+                 if c.relation.free_symbols & set(bad) and c.relation.free_symbols <= scalars
+                 and len(c.relation.free_symbols) == 1)
+    for v in bad:
+        lo[v], hi[v] = min(lo[v], hi[v]), max(lo[v], hi[v])
+        strict_lo.discard(v)
+        strict_hi.discard(v)
+    return InfeasibilityProof(
+        "infeasible", box, used,
+        f"the constraints on {', '.join(map(str, bad))} contradict each other: they "
+        f"require {'; '.join(parts)}")
+
+
 def make_bounds(variables, layout, constraints, bounds, default_bound, parameters,
                 exprs=(), eq_tol: float = 1e-4):
     """``(lower, upper, integer, box, soft, param_bounds, proof)`` of the search (see the
@@ -276,10 +304,7 @@ def make_bounds(variables, layout, constraints, bounds, default_bound, parameter
                 hi[v] = val
                 if strict:
                     strict_hi.add(v)
-    for v in variables:
-        if lo[v] > hi[v] or (lo[v] == hi[v] and (v in strict_lo or v in strict_hi)):
-            raise ProblemError(f"the constraints on {v} contradict each other: they require "
-                               f"{v} >= {lo[v]} and {v} <= {hi[v]}")
+    proof = _contradiction(variables, constraints, lo, hi, strict_lo, strict_hi, scalars)
     param_bounds = []
     if bounds is not None:
         if not isinstance(bounds, dict):
@@ -319,9 +344,8 @@ def make_bounds(variables, layout, constraints, bounds, default_bound, parameter
             if lo[s] > hi[s]:
                 raise ProblemError(f"lower bound of {s} ({lo[s]}) is above its upper bound "
                                    f"({hi[s]})")
-    proof = None
     implied: set = set()  # (symbol, "lo"/"hi"): sides propagation moved inward
-    if not param_bounds:  # a box that follows parameter values is not propagated once
+    if not param_bounds and proof is None:  # a box that follows parameters: not propagated
         lo, hi, strict_lo, strict_hi, proof, implied = _tighten(
             variables, layout, constraints, lo, hi, strict_lo, strict_hi, eq_tol)
         if proof is None and exprs:

@@ -385,6 +385,51 @@ class Problem:
 
         return problem_to_scipy(self, parameters, eq_tol=eq_tol, strict_margin=strict_margin)
 
+    def to_scip(self, parameters=None, *, eq_tol=None, strict_margin: float = 1e-9):
+        """The problem as a SCIP model (a ``pyscipopt.Model``, not yet solved).
+
+        The objective and the constraints every feasible point must satisfy, translated
+        from sympy: polynomials, real powers, ``exp``, ``log``, ``sqrt``, ``Abs``,
+        ``sin`` and ``cos``; the search box ``Problem.bounds`` (after bound propagation)
+        as variable bounds; integer variables as SCIP integers.  A nonlinear objective
+        becomes an epigraph variable named ``objective``.  ``model.data["variables"]``
+        holds the SCIP variables in ``Problem.variables`` order::
+
+            m = problem.to_scip()
+            m.setParam("limits/time", 10)
+            m.optimize()
+            x = [m.getVal(v) for v in m.data["variables"]]
+
+        SCIP's answer is checked by nobody here; ``solve(..., cross_check="scip")``
+        checks it with constropt's own float64 and exact evaluations.  Needs pyscipopt
+        (``pip install "constropt[scip]"``).
+
+        Parameters
+        ----------
+        parameters : dict, optional
+            Parameter values overriding the problem's own (fixed in the model).
+        eq_tol : float, optional
+            An equality ``h(x) == 0`` becomes ``-eq_tol <= h(x) <= eq_tol``; default the
+            problem's ``eq_tol``.
+        strict_margin : float
+            A strict inequality ``c(x) < 0`` becomes ``c(x) <= -strict_margin``.
+
+        Returns
+        -------
+        pyscipopt.Model
+
+        Raises
+        ------
+        UnsupportedExpressionError
+            For a function SCIP has no counterpart of (named in the message), an ``Or``
+            constraint, or vector variables.
+        ImportError
+            When pyscipopt is not installed.
+        """
+        from ..solver._scip import problem_to_scip
+
+        return problem_to_scip(self, parameters, eq_tol=eq_tol, strict_margin=strict_margin)
+
     def __repr__(self) -> str:
         sense = "maximize" if self._maximize else "minimize"
         return (f"Problem({sense} {self._objective}, {len(self._constraints)} constraints, "

@@ -6,24 +6,126 @@ from __future__ import annotations
 import math
 import sys
 import time
+import warnings
 
 import numpy as np
 
 from ..engine._status import Status
+from ..problem._evaluate import report_numpy
+from ._polish import BudgetSpent, Counter
+from ._scipy import ScipyBridge, conjunctive_leaves
 
 __all__ = ["certify_result", "proof_result"]
 
 
+#: Points sampled in the box (the centre first) for the least-violating point of a
+#: problem proven infeasible, local solves from the best of them, and the evaluations
+#: each local solve may spend.
+LEAST_SAMPLES, LEAST_STARTS, LEAST_EVALS = 16, 3, 300
+
+
+def _total(problem, X, pvec):
+    """Total violation of each column of ``X`` (N, S) (NaN and inf read as inf)."""
+    _, V = report_numpy(problem, X, pvec)
+    tot = np.sum(V, axis=0)
+    return np.where(np.isfinite(tot), tot, np.inf)
+
+
+def _phase_one(problem, x0, pvec, limit: int):
+    """SLSQP on the total violation from ``x0``: minimize ``sum(s)`` over ``(x, s)``
+    subject to ``c(x) <= s`` (inequalities), ``|h(x)| - eq_tol <= s`` (equalities),
+    ``s >= 0``, ``x`` in the box, integer genes held.  Returns ``(x, evaluations)``."""
+    from scipy.optimize import minimize
+
+    free = np.flatnonzero(~problem.integer)
+    counter = Counter(limit)
+    bridge = ScipyBridge(problem, pvec, free=free, x_fixed=x0, counter=counter)
+    conj = np.array(conjunctive_leaves(problem), dtype=int)
+    if not (bridge.exact and free.size and conj.size):
+        return x0, 0
+    eq = np.array([problem.leaves[k].kind == "eq" for k in conj], dtype=bool)
+    band = (1.0 - 1e-3) * problem.eq_tol
+    nf, L = free.size, conj.size
+
+    def rows(z):  # the leaves' excess over their feasible side, and its Jacobian
+        C = bridge.values(z[:nf])[1][conj]
+        J = bridge.derivatives(z[:nf])[1][conj]
+        C = np.where(eq, np.abs(C) - band, C)
+        J = np.where(eq[:, None], np.sign(bridge.values(z[:nf])[1][conj])[:, None] * J, J)
+        return C, J
+
+    def cons(z):
+        C, _ = rows(z)
+        return np.where(np.isfinite(C), z[nf:] - C, -1e300)
+
+    def cons_jac(z):
+        _, J = rows(z)
+        return np.hstack([-np.nan_to_num(J, nan=0.0, posinf=0.0, neginf=0.0), np.eye(L)])
+
+    C0, _ = rows(np.concatenate([x0[free], np.zeros(L)]))
+    if not np.all(np.isfinite(C0)):
+        return x0, counter.n
+    z0 = np.concatenate([x0[free], np.maximum(C0, 0.0)])
+    bounds = [(problem.lower[k], problem.upper[k]) for k in free] + [(0.0, None)] * L
+    grad = np.concatenate([np.zeros(nf), np.ones(L)])
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            res = minimize(lambda z: float(np.sum(z[nf:])), z0, jac=lambda z: grad,
+                           bounds=bounds, method="SLSQP", options={"maxiter": 100},
+                           constraints=[{"type": "ineq", "fun": cons, "jac": cons_jac}])
+        z = res.x
+    except (BudgetSpent, ValueError, np.linalg.LinAlgError):
+        z = counter.last if counter.last is not None else z0[:nf]
+    x = x0.copy()
+    x[free] = np.clip(np.asarray(z[:nf], dtype=np.float64), problem.lower[free],
+                      problem.upper[free])
+    return x, counter.n
+
+
+def least_violating(problem, pvec, seed, max_evals=None):
+    """The least-violating point of a problem proven infeasible, with no search run:
+    the best of :data:`LEAST_SAMPLES` points of the box (the centre first) by total
+    violation, then a local minimization of the total violation from the best
+    :data:`LEAST_STARTS` of them, within ``max_evals`` evaluations in all (None: no
+    limit but their own; the final check of ``x`` is left one).  Returns ``(x,
+    evaluations)``."""
+    lo, hi = problem.lower, problem.upper
+    finite = np.isfinite(lo) & np.isfinite(hi)
+    centre = np.where(finite, 0.5 * (lo + hi), np.clip(0.0, lo, hi))
+    rng = np.random.default_rng(seed)
+    width = np.where(finite, hi - lo, 0.0)
+    samples = LEAST_SAMPLES if max_evals is None else max(1, min(LEAST_SAMPLES,
+                                                                  max_evals - 1))
+    X = np.column_stack([centre] + [np.where(finite, lo + rng.random(lo.size) * width,
+                                             centre) for _ in range(samples - 1)])
+    X = np.where(problem.integer[:, None], np.clip(np.round(X), lo[:, None], hi[:, None]), X)
+    P = np.asarray(pvec, dtype=np.float64).reshape(-1)
+    tot = _total(problem, X, P)
+    used = X.shape[1]
+    best = int(np.argmin(tot))
+    x_best, v_best = X[:, best], tot[best]
+    for k in np.argsort(tot, kind="stable")[:LEAST_STARTS]:
+        limit = LEAST_EVALS if max_evals is None else min(LEAST_EVALS, max_evals - used - 2)
+        if limit < 2:
+            break
+        x, spent = _phase_one(problem, X[:, k].copy(), P, limit)
+        v = _total(problem, x.reshape(-1, 1), P)[0]
+        used += spent + 1
+        if v < v_best:
+            x_best, v_best = x, v
+    return x_best, used
+
+
 def proof_result(problem, proof, pvec, seed: int, device: str, t_start: float,
-                 t_lower: float):
+                 t_lower: float, max_evals=None):
     """The Result of a solve whose constraints were proven infeasible before any search:
-    status INFEASIBLE, the box centre as ``x`` (not feasible), ``certificate=proof``."""
+    status INFEASIBLE, the least-violating point a short local minimization of the total
+    violation finds as ``x`` (:func:`least_violating`), ``certificate=proof``."""
     from ._result import History, Result
     from ._verdict import check_point, point_dict
 
-    x = np.where(np.isfinite(problem.lower + problem.upper),
-                 0.5 * (problem.lower + problem.upper), 0.0)
-    x = np.where(problem.integer, np.round(x), x)
+    x, used = least_violating(problem, pvec, seed, max_evals)
     t_check = time.perf_counter()
     f, V = check_point(problem, x, pvec)
     total = time.perf_counter() - t_start
@@ -33,8 +135,10 @@ def proof_result(problem, proof, pvec, seed: int, device: str, t_start: float,
         x=point_dict(problem, x), x_array=x, variables=problem.variables, fun=f,
         feasible=False, maxcv=float(V.max()) if V.size else 0.0, violations=V,
         success=False, status=Status.INFEASIBLE,
-        message=f"{Status.INFEASIBLE.value} (proven: {proof.statement}; no search run)",
-        nit=0, nfev=1, seed=seed, device=device,
+        message=(f"{Status.INFEASIBLE.value} (proven: {proof.statement}; no search run: "
+                 "x minimizes the total violation locally, from the best of sampled "
+                 "points of the box)"),
+        nit=0, nfev=used + 1, seed=seed, device=device,  # + the final check
         # the same parts as every Result (they add up to total); setup holds the proof
         timings={"import": 0.0, "lowering": t_lower,
                  "setup": max(0.0, total - t_lower - check), "compile": 0.0, "search": 0.0,

@@ -1,10 +1,12 @@
-"""Cross-check a result against scipy reference solvers, with an honest verdict.
+"""Cross-check a result against reference solvers, with an honest verdict.
 
-References: multistart SLSQP (exact derivatives from the lowering, started from the
-centre and random points of the box, never from constropt's answer) and
-``differential_evolution`` with a ``NonlinearConstraint``.  Every reference point is
-re-checked with constropt's own float64 evaluation, so "feasible" means the same thing
-on both sides.
+References: ``"scipy"``, multistart SLSQP (exact derivatives from the lowering, started
+from the centre and random points of the box, never from constropt's answer) and
+``differential_evolution`` with a ``NonlinearConstraint``; ``"scip"``, the SCIP solver
+through pyscipopt (optional, :mod:`._scip`).  Every reference point is re-checked with
+constropt's own float64 evaluation, so "feasible" means the same thing on both sides;
+SCIP's is also checked in exact arithmetic, and its claims of infeasibility are set
+against constropt's point.
 """
 
 from __future__ import annotations
@@ -17,8 +19,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import OptionError
+from ._scip import scip_available, scip_reference
 
-__all__ = ["Verdict", "ReferenceRun", "CrossCheck", "cross_check"]
+__all__ = ["Verdict", "ReferenceRun", "CrossCheck", "cross_check", "references_of",
+           "REFERENCES"]
+
+#: The reference solvers a cross-check can run.
+REFERENCES = ("scipy", "scip")
 
 
 class Verdict(enum.Enum):
@@ -37,7 +44,13 @@ class Verdict(enum.Enum):
 
 @dataclass(frozen=True)
 class ReferenceRun:
-    """One reference solver's answer, checked with constropt's float64 evaluation."""
+    """One reference solver's answer, checked with constropt's float64 evaluation.
+
+    ``nfev`` counts evaluations of constropt's generated functions (SCIP evaluates its
+    own model: only constropt's checks and repair of its point count); ``note`` says what
+    the solver reported where the numbers do not (SCIP's status, a refuted claim of
+    infeasibility, why it did not run), else ``""``.
+    """
 
     method: str
     x: np.ndarray
@@ -46,6 +59,7 @@ class ReferenceRun:
     maxcv: float
     nfev: int
     seconds: float
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -89,6 +103,7 @@ class CrossCheck:
         widths = [max(len(row[k]) for row in rows) for k in range(6)]
         lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
         lines.insert(1, "  ".join("-" * w for w in widths))
+        lines.extend(f"{r.method}: {r.note}" for r in self.runs if r.note)
         lines.append(f"verdict: {self.verdict.value} (rtol {self.rtol:g})")
         return "\n".join(lines)
 
@@ -151,15 +166,47 @@ def _de(problem, pvec, seed, maxiter):
                         time.perf_counter() - t0)
 
 
-def cross_check(result, *, rtol: float = 1e-4, starts: int = 20, de: bool = True,
-                de_maxiter: int = 300, seed: int = 0, parameters=None,
-                time_limit: float = 30.0) -> CrossCheck:
-    """Solve the result's problem again with scipy and compare.
+def references_of(value) -> tuple:
+    """The reference solvers that ``cross_check=value`` asks for, checked: ``True`` is
+    ``("scipy",)``; ``False`` or None none; a name or a sequence of names from
+    :data:`REFERENCES`.  ``"scip"`` needs pyscipopt: a missing one is named here, before
+    any search runs."""
+    if value is None or value is False:
+        return ()
+    if value is True:
+        return ("scipy",)
+    items = (value,) if isinstance(value, str) else value
+    try:
+        items = tuple(items)
+    except TypeError:
+        raise OptionError(f"cross_check must be True, False, 'scipy', 'scip' or a sequence "
+                          f"of those, got {value!r}") from None
+    bad = [v for v in items if not (isinstance(v, str) and v in REFERENCES)]
+    if bad or not items:
+        raise OptionError(f"cross_check must be True, False, 'scipy', 'scip' or a sequence "
+                          f"of those, got {value!r}")
+    if "scip" in items:
+        if not scip_available():
+            raise OptionError("cross_check='scip' needs pyscipopt, which is not installed: "
+                              'pip install pyscipopt (or pip install "constropt[scip]")')
+    return tuple(dict.fromkeys(items))
+
+
+def cross_check(result, *, references=("scipy",), rtol: float = 1e-4, starts: int = 20,
+                de: bool = True, de_maxiter: int = 300, seed: int = 0, parameters=None,
+                time_limit: float = 30.0, scip_time_limit: float = 5.0) -> CrossCheck:
+    """Solve the result's problem again with reference solvers and compare.
 
     Parameters
     ----------
     result : Result
         A result of :func:`constropt.solve`.
+    references : str or sequence of str
+        ``"scipy"`` (multistart SLSQP and, with ``de``, differential evolution),
+        ``"scip"`` (SCIP through pyscipopt: ``pip install "constropt[scip]"``), or both;
+        ``True`` means ``("scipy",)``.  SCIP's point is checked by constropt in float64
+        and in exact arithmetic, its objective recomputed; a SCIP claim of infeasibility
+        where constropt's point is proven feasible counts as a failed reference.
     rtol : float
         Agreement tolerance ``|fun - ref| <= rtol * max(1, |ref|)``.
     starts : int
@@ -175,6 +222,9 @@ def cross_check(result, *, rtol: float = 1e-4, starts: int = 20, de: bool = True
         Parameter values (default: the problem's own).
     time_limit : float
         Seconds after which the multistart stops starting new runs.
+    scip_time_limit : float
+        SCIP's time limit in seconds (its ``limits/time``); a run stopped by it reports
+        the best point it had.
 
     Returns
     -------
@@ -185,11 +235,23 @@ def cross_check(result, *, rtol: float = 1e-4, starts: int = 20, de: bool = True
         raise OptionError("cross_check needs a Result returned by constropt.solve")
     if not (isinstance(starts, int) and starts >= 1):
         raise OptionError(f"starts must be a positive integer, got {starts!r}")
+    refs = references_of(references)
+    if not refs:
+        raise OptionError("cross_check needs at least one reference solver "
+                          f"({', '.join(REFERENCES)}), got {references!r}")
+    for name, val in (("time_limit", time_limit), ("scip_time_limit", scip_time_limit)):
+        if isinstance(val, bool) or not isinstance(val, (int, float)) or not val > 0 \
+                or not np.isfinite(val):
+            raise OptionError(f"{name} must be a finite number of seconds > 0, got {val!r}")
     pvec = problem.parameter_vector(parameters)
     rng = np.random.default_rng(seed)
-    runs = [_multistart(problem, pvec, starts, rng, time_limit)]
-    if de:
-        runs.append(_de(problem, pvec, seed, de_maxiter))
+    runs = []
+    if "scipy" in refs:
+        runs.append(_multistart(problem, pvec, starts, rng, time_limit))
+        if de:
+            runs.append(_de(problem, pvec, seed, de_maxiter))
+    if "scip" in refs:
+        runs.append(ReferenceRun(**scip_reference(problem, result, pvec, scip_time_limit)))
     feasible = [r for r in runs if r.feasible]
     sign = -1.0 if problem.maximize else 1.0
     if not feasible:

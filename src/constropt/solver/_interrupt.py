@@ -45,14 +45,15 @@ def interrupted(result, during: str):
                            f"ended: {result.message})")
 
 
-def cross_checked(result, t_start: float):
-    """``result`` with its scipy cross-check and ``timings["cross_check"]`` (the parts
+def cross_checked(result, t_start: float, references=True):
+    """``result`` with its cross-check against ``references`` (see
+    :func:`._crosscheck.references_of`) and ``timings["cross_check"]`` (the parts
     closed by :func:`._result.add_up` from ``t_start``); skipped (0 s) when the run was
     interrupted, and a Ctrl-C during it leaves ``cross_check`` None (``INTERRUPTED``)."""
     t0 = time.perf_counter()
     if result.status is not Status.INTERRUPTED:
         try:
-            result = replace(result, cross_check=cross_check(result))
+            result = replace(result, cross_check=cross_check(result, references=references))
         except KeyboardInterrupt:
             result = interrupted(result, "during the cross-check")
     timings = dict(result.timings)

@@ -295,7 +295,7 @@ class Result:
                   "rtol": c.rtol, "reference_fun": c.reference_fun, "difference": c.difference,
                   "runs": [{"method": r.method, "fun": r.fun, "feasible": r.feasible,
                             "maxcv": r.maxcv, "nfev": r.nfev, "seconds": r.seconds,
-                            "x": np.asarray(r.x).tolist()} for r in c.runs]}
+                            "note": r.note, "x": np.asarray(r.x).tolist()} for r in c.runs]}
         return {
             "x": {str(k): value(v) for k, v in self.x.items()},
             "x_array": self.x_array.tolist(), "variables": [str(v) for v in self.variables],

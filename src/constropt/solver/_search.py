@@ -287,7 +287,7 @@ class Search:
         if B == 1:
             res = results[0]
             if self._cross:
-                res = cross_checked(res, self._t_start)
+                res = cross_checked(res, self._t_start, self._cross)
             if opts.certify and res.status is not Status.INTERRUPTED:
                 try:
                     res = certify_result(res, problem, M[:, 0], opts, eng.device,

@@ -16,6 +16,7 @@ from ..problem._bounds import BoundsLike
 from ..problem._problem import Problem
 from ._build import COMPILE_THRESHOLD, POLISH_TIME_SHARE, _problem_of, _seed
 from ._certify_result import certify_result
+from ._crosscheck import references_of
 from ._finish import constant_note, polish_from, polish_stage, verdict
 from ._interrupt import cross_checked, interrupted, mandatory
 from ._options import SolveOptions, stored_options
@@ -69,8 +70,10 @@ def solve(objective: sp.Expr | Problem, constraints: Iterable[Any] | sp.Basic = 
         Run the generation step under ``torch.compile``.  ``"auto"`` compiles only when
         ``pop_size * n >= COMPILE_THRESHOLD``, where the compile time pays for itself
         (torch backend only).
-    cross_check : bool
-        Also run scipy reference solvers and attach a :class:`CrossCheck`.
+    cross_check : bool, str or sequence of str
+        Also run reference solvers and attach a :class:`CrossCheck`: ``True`` or
+        ``"scipy"`` (multistart SLSQP and differential evolution), ``"scip"`` (SCIP,
+        needs pyscipopt: ``pip install "constropt[scip]"``), or ``("scipy", "scip")``.
     **options
         Keyword options of :class:`SolveOptions` (``pop_size``, ``max_generations``,
         ``max_evals``, ``time_limit``, ``target``, ``polish``, ``eq_tol``,
@@ -88,6 +91,7 @@ def solve(objective: sp.Expr | Problem, constraints: Iterable[Any] | sp.Basic = 
     from ..engine._backend import check_device, choose_backend
 
     opts = SolveOptions.from_kwargs(options)
+    cross_check = references_of(cross_check)  # a bad name or a missing pyscipopt: now
     if opts.backend == "numpy":  # a conflict is named before the device is checked
         choose_backend("numpy", device, compile, 0)
     check_device(device)  # "auto" and "cpu" without importing torch
@@ -101,7 +105,8 @@ def solve(objective: sp.Expr | Problem, constraints: Iterable[Any] | sp.Basic = 
     if proof is not None:  # bound propagation emptied the box: no search to run
         from ._certify_result import proof_result
 
-        result = proof_result(problem, proof, pvec, seed, str(dev), t_start, t_lower)
+        result = proof_result(problem, proof, pvec, seed, str(dev), t_start, t_lower,
+                              max_evals=opts.max_evals)
         if opts.throw:
             raise SolveFailedError(f"solve failed: {result.message}", result)
         return result
@@ -258,7 +263,7 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
     # what is left is optional: after a Ctrl-C it is skipped, and a Ctrl-C during it
     # returns the result as it stands (INTERRUPTED)
     if cross_check:
-        result = cross_checked(result, t_start)
+        result = cross_checked(result, t_start, cross_check)
     if opts.certify and result.status is not Status.INTERRUPTED:
         try:
             result = certify_result(result, problem, pvec, opts, dev, t_start)
