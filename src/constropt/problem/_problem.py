@@ -22,12 +22,11 @@ from .._errors import ProblemError
 from ..lowering import Layout, Lowering
 from ._bounds import (
     DEFAULT_BOUND,
-    BoundsLike,
     BoundsWarning,
-    bounds_dict,
     make_bounds,
     parameter_bound_constraints,
 )
+from ._bounds_input import BoundsLike, bounds_dict
 from ._constraints import Constraint, Leaf, normalize_constraint
 from ._evaluate import Evaluation
 from ._fitness import Fitness

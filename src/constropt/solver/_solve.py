@@ -12,7 +12,7 @@ import numpy as np
 import sympy as sp
 
 from .._errors import SolveFailedError
-from ..problem._bounds import BoundsLike
+from ..problem._bounds_input import BoundsLike
 from ..problem._problem import Problem
 from ._build import COMPILE_THRESHOLD, POLISH_TIME_SHARE, _problem_of, _seed
 from ._certify_result import certify_result
