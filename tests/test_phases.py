@@ -160,7 +160,7 @@ def test_ctrl_c_in_the_unboundedness_probe(monkeypatch):
 
 
 def test_ctrl_c_in_the_cross_check(monkeypatch):
-    def cross(result):
+    def cross(result, **kwargs):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(_interrupt, "cross_check", cross)
