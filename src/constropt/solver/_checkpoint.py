@@ -30,18 +30,21 @@ import enum
 import hashlib
 import importlib
 import json
+import math
 import os
 import re
 import struct
 import sys
 import tempfile
+import typing
 
 import numpy as np
 
-from .._errors import CheckpointError, ParseError
+from .._errors import CheckpointError, ConstroptError, ParseError
 
 __all__ = ["fingerprint", "write_checkpoint", "read_checkpoint", "check_writable",
-           "encode", "decode", "problem_data", "problem_from_data", "FORMAT", "VERSION"]
+           "encode", "decode", "problem_data", "problem_from_data", "check_resume", "FORMAT",
+           "VERSION"]
 
 FORMAT = "constropt-checkpoint"
 VERSION = 2
@@ -69,10 +72,202 @@ def problem_data(problem):
 
 
 def problem_from_data(args):
-    """Rebuild a Problem from :func:`problem_data` (never a callable from the file)."""
+    """Rebuild a Problem from :func:`problem_data` (never a callable from the file);
+    :class:`CheckpointError` naming the argument when they do not make one."""
+    import sympy
+
     from ..problem._problem import _rebuild
 
-    return _rebuild(*args)
+    names = ("objective", "constraints", "variables", "bounds", "maximize", "parameters",
+             "eq_tol", "default_bound")
+    if not isinstance(args, tuple) or not 7 <= len(args) <= len(names):
+        raise CheckpointError("field problem: expected the problem's 7 or 8 arguments")
+    kinds = {"objective": sympy.Expr, "constraints": tuple, "variables": tuple,
+             "bounds": (dict, type(None)), "maximize": bool, "parameters": dict,
+             "eq_tol": float, "default_bound": (int, float, type(None))}
+    for name, value in zip(names, args):
+        if not isinstance(value, kinds[name]) or (name == "eq_tol" and isinstance(value, bool)):
+            raise CheckpointError(f"field problem.{name}: holds a {type(value).__name__}")
+    try:
+        return _rebuild(*args)
+    except ConstroptError as exc:
+        raise CheckpointError(f"field problem: does not make a problem ({str(exc)[:200]})") \
+            from None
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError,
+            RecursionError, MemoryError) as exc:
+        raise CheckpointError(f"field problem: does not make a problem "
+                              f"({type(exc).__name__})") from None
+
+
+# -- what resume checks before it continues ------------------------------------------------
+
+_COUNTERS = ("nit", "nfev", "quiet", "restarts", "since", "code")
+_HOST_FLOATS = ("last_f", "last_cv", "final_f", "final_cv")
+_KIND_NAMES = {"f": "float32 or float64", "i": "int64", "b": "bool"}
+#: Largest counter a checkpoint may hold (evaluations, generations): far beyond any run.
+MAX_COUNT = 2**62
+
+
+def _np(a):
+    return a if isinstance(a, np.ndarray) else a.detach().cpu().numpy()
+
+
+def _dtype_name(a) -> str:
+    return str(a.dtype).removeprefix("torch.")
+
+
+def check_resume(data: dict, problem) -> None:
+    """:class:`CheckpointError` naming the field when the settings, loop state or
+    generator of ``data`` (from :func:`read_checkpoint`) are not what a solve of
+    ``problem`` writes: every resumed array has the backend's type, the working dtype
+    and the shape of this problem and population, every counter is in range."""
+    from ..engine._algorithms import DEState, GAState
+    from ..engine._driver import Best, DriverState
+    from ..engine._ga import Population
+    from ..engine._termination import CODES
+    from ._options import SolveOptions
+    from ._search import default_pop_size
+
+    def fail(field: str, why: str):
+        raise CheckpointError(f"field {field}: {why}")
+
+    st = data["settings"]
+    if not isinstance(st, dict):
+        fail("settings", f"holds a {type(st).__name__}, expected a dict")
+    for key in ("seed", "device", "dtype", "compile", "cross_check", "pvec", "options"):
+        if key not in st:
+            fail(f"settings.{key}", "missing")
+    seed = st["seed"]
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+        fail("settings.seed", f"{seed!r:.40} is not an integer in [0, 2**64)")
+    if not isinstance(st["device"], str) or len(st["device"]) > 100:
+        fail("settings.device", f"{st['device']!r:.40} is not a device name")
+    backend = st.get("backend", "torch")
+    if backend not in ("numpy", "torch"):
+        fail("settings.backend", f"{backend!r:.40} is not 'numpy' or 'torch'")
+    if st["compile"] not in ("auto", True, False) or not isinstance(st["compile"], (str, bool)):
+        fail("settings.compile", f"{st['compile']!r:.40} is not 'auto', True or False")
+    if not isinstance(st["cross_check"], bool):
+        fail("settings.cross_check", f"{st['cross_check']!r:.40} is not True or False")
+    pvec, n_par = st["pvec"], len(problem.layout.parameters)
+    if not isinstance(pvec, np.ndarray) or pvec.dtype != np.float64 or pvec.shape != (n_par,) \
+            or not np.isfinite(pvec).all():
+        fail("settings.pvec", f"is not {n_par} finite float64 parameter values")
+    options = st["options"]
+    if not isinstance(options, dict) or not all(isinstance(k, str) for k in options):
+        fail("settings.options", "is not a dict of option names")
+    try:
+        opts = SolveOptions.from_kwargs(options)
+    except (ConstroptError, TypeError) as exc:
+        fail("settings.options", str(exc)[:300])
+    if opts.backend not in ("auto", backend):
+        fail("settings.options.backend", f"{opts.backend!r} but the search ran on {backend}")
+    if backend == "torch":
+        import torch
+
+        array = torch.Tensor
+    else:
+        array = np.ndarray
+    wanted = {None: None, "float32": "float32", "float64": "float64"}
+    dname = st["dtype"] if st["dtype"] is None or isinstance(st["dtype"], str) \
+        else str(st["dtype"]).removeprefix("torch.")
+    if dname not in wanted:
+        fail("settings.dtype", f"{st['dtype']!r:.40} is not float32, float64 or None")
+
+    loop = data["loop"]
+    if not isinstance(loop, DriverState):
+        fail("loop", f"holds a {type(loop).__name__}, expected a DriverState")
+    want_alg = GAState if opts.algorithm == "ga" else DEState
+    if not isinstance(loop.alg, want_alg):
+        fail("loop.alg", f"holds a {type(loop.alg).__name__}, expected a {want_alg.__name__} "
+                         f"(algorithm {opts.algorithm!r})")
+    if not isinstance(loop.best, Best) or not isinstance(loop.alg.pop, Population):
+        fail("loop.best", "is not the best point's state")
+
+    def arr(field, value, shape=None, kinds="f", dtype=None):
+        if not isinstance(value, array):
+            fail(field, f"holds a {type(value).__name__}, expected a "
+                        f"{'NumPy array' if backend == 'numpy' else 'torch tensor'} "
+                        f"(backend {backend})")
+        name = _dtype_name(value)
+        ok = {"f": name in ("float32", "float64"), "i": name == "int64", "b": name == "bool"}
+        if not ok[kinds] or (dtype is not None and name != dtype):
+            fail(field, f"has dtype {name}, expected {dtype or _KIND_NAMES[kinds]}")
+        if shape is not None and tuple(value.shape) != tuple(shape):
+            fail(field, f"has shape {tuple(value.shape)}, expected {tuple(shape)}")
+        return value
+
+    def count(field, value, shape, top=MAX_COUNT):
+        v = _np(arr(field, value, shape, "i"))
+        if v.size and (v.min() < 0 or v.max() > top):
+            fail(field, f"holds {int(v.min() if v.min() < 0 else v.max())}, outside [0, {top}]")
+
+    n, B, R = problem.n, 1, 1  # resume continues one solve: one instance, one row
+    arr("loop.nfev", loop.nfev, (B,), "i")
+    arr("loop.rows", loop.rows, (R,), "i")
+    count("loop.rows", loop.rows, (R,), B - 1)
+    arr("loop.row_live", loop.row_live, (R,), "b")
+    W = _dtype_name(arr("loop.best.f", loop.best.f, (R,)))
+    if dname is not None and W != dname:
+        fail("loop.best.f", f"has dtype {W}, but settings.dtype is {dname}")
+    arr("loop.best.x", loop.best.x, (n, R), dtype=W)
+    arr("loop.best.cv", loop.best.cv, (R,), dtype=W)
+    for name in _COUNTERS:
+        count(f"loop.{name}", getattr(loop, name), (B,),
+              len(CODES) - 1 if name == "code" else MAX_COUNT)
+    count("loop.g", loop.g, ())
+    for name in _HOST_FLOATS:
+        arr(f"loop.{name}", getattr(loop, name), (B,), dtype="float64")
+    arr("loop.final_x", loop.final_x, (n, B), dtype="float64")
+    elapsed = float(_np(arr("loop.elapsed", loop.elapsed, (), dtype="float64")))
+    if not (math.isfinite(elapsed) and elapsed >= 0):
+        fail("loop.elapsed", f"is {elapsed}, not a number of seconds")
+    cap = arr("loop.hist_f", loop.hist_f, dtype=W).shape[0]
+    if cap < 1:
+        fail("loop.hist_f", "holds no history row")
+    arr("loop.hist_f", loop.hist_f, (cap, B), dtype=W)
+    arr("loop.hist_cv", loop.hist_cv, (cap, B), dtype=W)
+    count("loop.hist_nfev", loop.hist_nfev, (cap, B))
+
+    S = opts.pop_size or default_pop_size(opts.algorithm, n)
+    S += S % 2
+    alg, pop = loop.alg, loop.alg.pop
+    lead = (R,) if opts.algorithm == "de" else ()
+    arr("loop.alg.pop.X", pop.X, (n, *lead, S), dtype=W)
+    arr("loop.alg.pop.f", pop.f, (*lead, S), dtype=W)
+    arr("loop.alg.pop.cv", pop.cv, (*lead, S), dtype=W)
+    level = (R, 1) if opts.algorithm == "de" else ()
+    arr("loop.alg.level", alg.level, level, dtype=W)
+    arr("loop.alg.level0", alg.level0, level, dtype=W)
+    if opts.algorithm == "de":
+        count("loop.alg.t", alg.t, (R, 1))
+        mem = alg.mem
+        H = arr("loop.alg.mem.F", mem.F, dtype=W).shape[-1] if mem.F.ndim else 0
+        if H < 1:
+            fail("loop.alg.mem.F", f"has shape {tuple(mem.F.shape)}, expected ({R}, slots)")
+        arr("loop.alg.mem.F", mem.F, (R, H), dtype=W)
+        arr("loop.alg.mem.CR", mem.CR, (R, H), dtype=W)
+        count("loop.alg.mem.slot", mem.slot, (R,), H - 1)
+    elif isinstance(alg.t, int) and not isinstance(alg.t, bool):
+        if not 0 <= alg.t <= MAX_COUNT:
+            fail("loop.alg.t", f"holds {alg.t}, outside [0, {MAX_COUNT}]")
+    else:
+        count("loop.alg.t", alg.t, ())
+
+    gen = data["generator"]
+    try:
+        if backend == "torch":
+            import torch
+
+            if not isinstance(gen, torch.Tensor) or gen.dtype != torch.uint8:
+                raise TypeError
+            torch.Generator().set_state(gen)
+        else:
+            if not isinstance(gen, dict):
+                raise TypeError
+            np.random.PCG64().state = gen
+    except (TypeError, ValueError, KeyError, RuntimeError, OverflowError):
+        fail("generator", f"is not the state of a {backend} random generator")
 
 
 # -- the tree encoding -------------------------------------------------------------------
@@ -154,12 +349,42 @@ def encode(obj, blob: list) -> object:
     raise CheckpointError(f"cannot store a {type(obj).__name__} in a checkpoint")
 
 
-def decode(data, blob: memoryview):
-    """Inverse of :func:`encode`; anything malformed raises :class:`CheckpointError`."""
+def _child(path: str, key) -> str:
+    if isinstance(key, str) and key.isidentifier():
+        return f"{path}.{key}" if path else key
+    return f"{path}[{key!r:.40}]"
+
+
+def _field_types(cls) -> dict:
+    """The fields of ``cls`` annotated with a state class (what they must hold)."""
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # an annotation that does not resolve: nothing to check
+        return {}
+    return {k: t for k, t in hints.items() if isinstance(t, type) and (
+        dataclasses.is_dataclass(t) or (issubclass(t, tuple) and hasattr(t, "_fields")))}
+
+
+def decode(data, blob: memoryview, path: str = ""):
+    """Inverse of :func:`encode`; anything malformed raises :class:`CheckpointError`
+    naming the field (``path``) at fault."""
+    try:
+        return _decode(data, blob, path)
+    except CheckpointError:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError, OverflowError) as exc:
+        raise CheckpointError(f"malformed field {path or '(top)'} "
+                              f"({type(exc).__name__})") from None
+
+
+def _decode(data, blob: memoryview, path: str):
+    def fail(why: str) -> CheckpointError:
+        return CheckpointError(f"field {path or '(top)'}: {why}")
+
     if data is None or isinstance(data, (bool, str, int)):
         return data
     if isinstance(data, list) or not isinstance(data, dict):
-        raise CheckpointError(f"malformed checkpoint entry {data!r:.80}")
+        raise fail(f"malformed entry {data!r:.80}")
     kind = data.get("$")
     if kind == "float":
         return float(data["v"])
@@ -168,18 +393,22 @@ def decode(data, blob: memoryview):
         if not (isinstance(at, int) and isinstance(nbytes, int) and 0 <= at
                 and at + nbytes <= len(blob) and isinstance(shape, list)
                 and all(isinstance(s, int) and s >= 0 for s in shape)):
-            raise CheckpointError("malformed array entry in checkpoint")
+            raise fail("malformed array entry")
         raw = blob[at:at + nbytes]
         if kind == "ndarray":
             dt = np.dtype(data["dtype"]) if isinstance(data["dtype"], str) else None
             if dt is None or dt.kind not in _NUMPY_KINDS:
-                raise CheckpointError(f"checkpoint array of dtype {data['dtype']!r:.40}")
+                raise fail(f"array of dtype {data['dtype']!r:.40}")
+            if math.prod(shape) * dt.itemsize != nbytes:
+                raise fail(f"array of shape {shape} does not hold {nbytes} bytes")
             return np.frombuffer(raw, dtype=dt).reshape(shape).copy()
         import torch
 
         dt = getattr(torch, str(data["dtype"]), None)
         if not isinstance(dt, torch.dtype):
-            raise CheckpointError(f"checkpoint tensor of dtype {data['dtype']!r:.40}")
+            raise fail(f"tensor of dtype {data['dtype']!r:.40}")
+        if math.prod(shape) * dt.itemsize != nbytes:
+            raise fail(f"tensor of shape {shape} does not hold {nbytes} bytes")
         t = torch.frombuffer(bytearray(raw), dtype=torch.uint8) if nbytes else \
             torch.empty(0, dtype=torch.uint8)
         return t.view(dt).reshape(shape).clone()
@@ -189,51 +418,77 @@ def decode(data, blob: memoryview):
         except TypeError:
             dt = None
         if dt is None or dt.kind not in _NUMPY_KINDS:
-            raise CheckpointError(f"unknown numpy dtype {data['name']!r:.40} in checkpoint")
+            raise fail(f"unknown numpy dtype {data['name']!r:.40}")
         return dt
     if kind == "torch.dtype":
         import torch
 
         dt = getattr(torch, str(data["name"]), None)
         if not isinstance(dt, torch.dtype):
-            raise CheckpointError(f"unknown torch dtype {data['name']!r:.40} in checkpoint")
+            raise fail(f"unknown torch dtype {data['name']!r:.40}")
         return dt
     if kind == "torch.device":
         import torch
 
-        return torch.device(str(data["name"]))
+        try:
+            return torch.device(str(data["name"])[:100])
+        except RuntimeError:
+            raise fail(f"unknown torch device {data['name']!r:.40}") from None
     if kind == "sympy":
         from ..problem._srepr import read_srepr
 
         try:
             return read_srepr(data["srepr"])
         except ParseError as exc:
-            raise CheckpointError(f"checkpoint holds an unreadable expression ({exc})") from None
+            raise fail(f"an unreadable expression ({exc})") from None
     if kind == "enum":
-        return _resolve(data["cls"])[data["name"]]
+        cls = _resolve(data["cls"])
+        if not issubclass(cls, enum.Enum) or not isinstance(data["name"], str) \
+                or data["name"] not in cls.__members__:
+            raise fail(f"{data['name']!r:.40} is not a member of {data['cls']}")
+        return cls[data["name"]]
     if kind == "namedtuple":
         cls = _resolve(data["cls"])
-        items = [decode(v, blob) for v in data["items"]]
-        if len(items) != len(cls._fields):
-            raise CheckpointError(f"checkpoint state {data['cls']} has {len(items)} fields; "
-                                  f"this constropt has {len(cls._fields)}")
-        return cls(*items)
+        if not (issubclass(cls, tuple) and hasattr(cls, "_fields")):
+            raise fail(f"{data['cls']} is not a named tuple")
+        items = data["items"]
+        if not isinstance(items, list) or len(items) != len(cls._fields):
+            raise fail(f"state {data['cls']} has {len(items)} fields; this constropt has "
+                       f"{len(cls._fields)}")
+        return cls(*[decode(v, blob, _child(path, k)) for k, v in zip(cls._fields, items)])
     if kind == "dataclass":
         cls = _resolve(data["cls"])
+        if not dataclasses.is_dataclass(cls):
+            raise fail(f"{data['cls']} is not a dataclass")
         names = {f.name for f in dataclasses.fields(cls)}
-        if set(data["fields"]) != names:
-            raise CheckpointError(f"checkpoint state {data['cls']} has other fields than "
-                                  "this constropt's; it was written by another version")
+        if not isinstance(data["fields"], dict) or set(data["fields"]) != names:
+            raise fail(f"state {data['cls']} has other fields than this constropt's; it was "
+                       "written by another version")
         obj = cls.__new__(cls)
+        types = _field_types(cls)
         for k, v in data["fields"].items():
-            object.__setattr__(obj, k, decode(v, blob))
+            value = decode(v, blob, _child(path, k))
+            want = types.get(k)
+            if want is not None and not isinstance(value, want):
+                raise CheckpointError(f"field {_child(path, k)}: holds a "
+                                      f"{type(value).__name__}, expected a {want.__name__}")
+            object.__setattr__(obj, k, value)
         return obj
     if kind in ("tuple", "list"):
-        items = [decode(v, blob) for v in data["items"]]
+        items = [decode(v, blob, _child(path, i)) for i, v in enumerate(data["items"])]
         return tuple(items) if kind == "tuple" else items
     if kind == "dict":
-        return {decode(k, blob): decode(v, blob) for k, v in data["items"]}
-    raise CheckpointError(f"unknown entry kind {kind!r:.40} in checkpoint")
+        out = {}
+        for pair in data["items"]:
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise fail("malformed dict entry")
+            key = decode(pair[0], blob, path)
+            try:
+                out[key] = decode(pair[1], blob, _child(path, key))
+            except TypeError:  # an unhashable key
+                raise fail(f"a dict key of type {type(key).__name__}") from None
+        return out
+    raise fail(f"unknown entry kind {kind!r:.40}")
 
 
 # -- files -------------------------------------------------------------------------------
@@ -355,7 +610,8 @@ def read_checkpoint(path) -> dict:
     except CheckpointError as exc:
         raise CheckpointError(f"checkpoint {path!r}: {exc}" if path not in str(exc)
                               else str(exc)) from None
-    except (ValueError, KeyError, TypeError, RecursionError, AttributeError) as exc:
+    except (ValueError, KeyError, TypeError, RecursionError, AttributeError, IndexError,
+            OverflowError) as exc:
         raise CheckpointError(f"checkpoint {path!r} is corrupt or not a constropt "
                               f"checkpoint ({type(exc).__name__})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:

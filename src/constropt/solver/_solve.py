@@ -276,22 +276,26 @@ def resume(path, *, problem=None, progress=None, callback=None, checkpoint=None)
     """
     from .._errors import CheckpointError, ProblemError
     from ..engine._backend import resolve_device
-    from ._checkpoint import fingerprint, problem_from_data, read_checkpoint
+    from ._checkpoint import check_resume, fingerprint, problem_from_data, read_checkpoint
 
     t_start = time.perf_counter()
     data = read_checkpoint(path)
     t0 = time.perf_counter()
     try:
         stored = problem_from_data(data["problem"])
-    except (ProblemError, TypeError, ValueError) as exc:
+    except (CheckpointError, ProblemError, TypeError, ValueError) as exc:
         raise CheckpointError(f"checkpoint {path!r} holds a problem that cannot be rebuilt "
-                              f"({type(exc).__name__}: {str(exc)[:200]})") from None
+                              f"({str(exc)[:300]})") from None
     if fingerprint(stored) != data["fingerprint"]:
         raise CheckpointError(f"checkpoint {path!r} is inconsistent: its problem does not "
                               "match its fingerprint")
     if problem is not None and fingerprint(problem) != data["fingerprint"]:
         raise CheckpointError(f"checkpoint {path!r} belongs to a different problem than the "
                               "one given (generated code, bounds or sense differ)")
+    try:
+        check_resume(data, stored)
+    except CheckpointError as exc:
+        raise CheckpointError(f"checkpoint {path!r}: {exc}") from None
     st = data["settings"]
     opts = SolveOptions.from_kwargs({**st["options"], "progress": progress,
                                      "on_generation": None,
