@@ -220,6 +220,31 @@ def test_vector_checkpoints_still_resume(tmp_path):
     assert constropt.resume(path, progress=False).nit == 12
 
 
+def _walk(node):
+    if isinstance(node, dict):
+        yield node
+        for v in node.values():
+            yield from _walk(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _walk(v)
+
+
+def test_state_classes_are_named_by_stable_tags_and_old_names_still_read(genuine, tmp_path):
+    header, _ = _header(genuine)
+    names = {n["cls"] for n in _walk(header["tree"]) if "cls" in n}
+    assert names == {"DriverState", "DEState", "Population", "Memory", "Best"}
+
+    def module_paths(h):  # what checkpoints written before the tags hold
+        for n in _walk(h["tree"]):
+            if "cls" in n:
+                n["cls"] = ck.TAGS[n["cls"]]
+
+    old = tmp_path / "old.ckpt"
+    _forge(genuine, old, module_paths)
+    assert constropt.resume(old, progress=False).nit == 12
+
+
 # -- item 5: hostile problem files -------------------------------------------------------
 
 BASE = 'objective = "(x - 1)**2"\n[variables]\nx = [-3, 3]\n'

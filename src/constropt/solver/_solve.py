@@ -276,7 +276,9 @@ def resume(path, *, problem=None, progress=None, callback=None, checkpoint=None)
     """
     from .._errors import CheckpointError, ProblemError
     from ..engine._backend import resolve_device
-    from ._checkpoint import check_resume, fingerprint, problem_from_data, read_checkpoint
+    from ._checkpoint import fingerprint, problem_from_data, read_checkpoint
+    from ._resume_check import check_resume
+    from ._search import default_pop_size
 
     t_start = time.perf_counter()
     data = read_checkpoint(path)
@@ -293,7 +295,7 @@ def resume(path, *, problem=None, progress=None, callback=None, checkpoint=None)
         raise CheckpointError(f"checkpoint {path!r} belongs to a different problem than the "
                               "one given (generated code, bounds or sense differ)")
     try:
-        check_resume(data, stored)
+        check_resume(data, stored, default_pop_size)
     except CheckpointError as exc:
         raise CheckpointError(f"checkpoint {path!r}: {exc}") from None
     st = data["settings"]
