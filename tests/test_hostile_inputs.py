@@ -333,6 +333,15 @@ def test_evaluate_refuses_a_complex_tensor():
         p.evaluate(torch.tensor([[1 + 1j, 0.0]]))
 
 
+@pytest.mark.parametrize("population", [np.array([[1.0, None]], dtype=object),
+                                        np.array([[1 + 1j, 0.0]])])
+def test_fitness_refuses_what_is_not_real(population):
+    pytest.importorskip("torch")
+    p = constropt.Problem(x**2 + y, bounds={x: (-2, 2), y: (-2, 2)})
+    with pytest.raises(ProblemError, match="population has dtype"):
+        p.fitness(compile=False)(population)
+
+
 def test_evaluate_still_takes_real_objects():
     p = constropt.Problem(x**2 + y, bounds={x: (-2, 2), y: (-2, 2)})
     ev = p.evaluate(np.array([[sp.Float(1.5), 2]], dtype=object))

@@ -202,7 +202,7 @@ def encode(obj, blob: list) -> object:
 
 
 def _child(path: str, key) -> str:
-    if isinstance(key, str) and key.isidentifier():
+    if isinstance(key, str) and key.isidentifier() and len(key) <= 40:
         return f"{path}.{key}" if path else key
     return f"{path}[{key!r:.40}]"
 
