@@ -15,19 +15,69 @@ from constropt._errors import ParseError
 
 from ._brief import brief
 
-__all__ = ["read_toml", "read_yaml", "MAX_FILE_BYTES"]
+__all__ = ["read_toml", "read_yaml", "MAX_FILE_BYTES", "MAX_NESTING"]
 
 #: Problem files larger than this are refused before parsing.
 MAX_FILE_BYTES = 10 * 1024 * 1024
+#: Deepest nesting of lists and tables a problem file may hold (a problem needs 3).
+MAX_NESTING = 32
 
 _TOML_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 _YAML_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
 
 
+def _too_deep(source: str, where: str = "") -> ParseError:
+    return ParseError(f"{source}: values nested too deeply{where} (more than {MAX_NESTING} "
+                      "levels of lists and tables)")
+
+
+def _bracket_depth(text: str) -> tuple[int, int]:
+    """Deepest ``[``/``{`` nesting outside strings and comments, and its line (TOML)."""
+    depth = deepest = 0
+    line = at = 1
+    quote = None
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\n":
+            line += 1
+            if quote in ("'", '"'):
+                quote = None  # a basic or literal string ends at its line (or is an error)
+        elif quote is not None:
+            if ch == "\\" and quote in ('"', '"""'):
+                i += 1
+            elif text.startswith(quote, i):
+                i += len(quote) - 1
+                quote = None
+        elif ch == "#":
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        elif ch in "\"'":
+            quote = ch * 3 if text.startswith(ch * 3, i) else ch
+            i += len(quote) - 1
+        elif ch in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest, at = depth, line
+        elif ch in "]}":
+            depth = max(depth - 1, 0)
+        i += 1
+    return deepest, at
+
+
 def read_toml(text: str, source: str) -> Any:
-    """Parse TOML text; a syntax error becomes a ParseError naming ``source``."""
+    """Parse TOML text; a syntax error becomes a ParseError naming ``source``.
+
+    Values nested deeper than :data:`MAX_NESTING` are refused before parsing (the TOML
+    parser recurses into them)."""
+    deepest, line = _bracket_depth(text)
+    if deepest > MAX_NESTING:
+        raise _too_deep(source, f" at line {line}")
     try:
         return tomllib.loads(text)
+    except RecursionError:
+        raise _too_deep(source) from None
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
         match = _TOML_AT.search(message)
@@ -43,6 +93,8 @@ def _yaml_loader(yaml):
     """A SafeLoader that rejects duplicate keys and reads ``1e-4`` as a float."""
 
     class Loader(yaml.SafeLoader):
+        depth = 0
+
         def compose_node(self, parent, index):
             # aliases let a few hundred bytes expand to billions of nodes ("billion
             # laughs"); a problem file never needs them
@@ -52,7 +104,17 @@ def _yaml_loader(yaml):
                 raise ParseError(f"YAML aliases are not allowed in problem files "
                                  f"(*{str(event.anchor)[:40]})", lineno=mark.line + 1,
                                  col_offset=mark.column)
-            return super().compose_node(parent, index)
+            # the composer and the constructor recurse into nested values
+            self.depth += 1
+            try:
+                if self.depth > MAX_NESTING + 1:
+                    mark = self.peek_event().start_mark
+                    raise ParseError(f"values nested too deeply (more than {MAX_NESTING} "
+                                     "levels of lists and mappings)", lineno=mark.line + 1,
+                                     col_offset=mark.column)
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
 
         def construct_mapping(self, node, deep=False):
             seen = {}
@@ -87,6 +149,8 @@ def read_yaml(text: str, source: str) -> Any:
         return yaml.load(text, Loader=_yaml_loader(yaml))  # noqa: S506 - a SafeLoader subclass
     except ParseError as exc:
         raise ParseError(f"{source}: invalid YAML: {exc.args[0]}") from None
+    except RecursionError:
+        raise _too_deep(source) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]

@@ -17,7 +17,7 @@ from constropt._errors import ParseError
 from ._ast import build_constant, build_constraint, build_expression
 from ._brief import brief
 from ._builder import RESERVED_NAMES, suggest
-from ._numeric import SizeBudget
+from ._numeric import MAX_NUMBER_BITS, SizeBudget
 from ._readers import MAX_FILE_BYTES, read_toml, read_yaml
 
 __all__ = ["ProblemSpec", "load_problem", "loads_problem", "UNTRUSTED_OPTIONS"]
@@ -223,10 +223,20 @@ class _Checker:
                 return build_constant(value, names, allow_inf=allow_inf, budget=self.budget)
             except ParseError as err:
                 raise self.wrap(key, value, err) from None
-        result = float(value)
+        self.integer_size(key, value)
+        try:
+            result = float(value)
+        except OverflowError:
+            result = math.nan
         if math.isnan(result) or (math.isinf(result) and not allow_inf):
-            raise self.fail(key, f"expected a finite number, got {brief(value)}")
+            raise self.fail(key, f"expected a finite number within the range of double "
+                                 f"precision, got {brief(value)}")
         return result
+
+    def integer_size(self, key: str, value: Any) -> None:
+        """Refuse an integer beyond ``2**MAX_NUMBER_BITS``, as in expression texts."""
+        if isinstance(value, int) and value.bit_length() > MAX_NUMBER_BITS:
+            raise self.fail(key, f"integer too large (more than {MAX_NUMBER_BITS} bits)")
 
     def bounds(self, name: str, raw: Any, names: dict) -> tuple[float | None, float | None, bool]:
         key = f"variables.{name}"
@@ -374,6 +384,7 @@ def _expression(check: _Checker, key: str, text: Any, names: dict) -> sympy.Expr
         raise check.fail(key, f"expected an expression string, got {brief(text)}")
     if not isinstance(text, str):
         if isinstance(text, int):
+            check.integer_size(key, text)
             return sympy.Integer(text)
         return sympy.Float(check.number(key, text, {}, allow_inf=False))
     try:

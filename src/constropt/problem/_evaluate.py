@@ -50,6 +50,31 @@ def _as_points(points, n: int):
     return points
 
 
+def _real_points(points, n: int):
+    """``points`` as given, refused (ProblemError naming ``points``) when they hold
+    anything but real numbers: complex values (whose imaginary part a float64 conversion
+    would drop), None or NaN-making objects, strings (which NumPy would parse)."""
+    want = f"numbers, an array of shape (S, {n}) or ({n},)"
+    try:
+        raw = points if isinstance(points, np.ndarray) else np.asarray(points)
+    except (TypeError, ValueError):
+        raw = None  # ragged: the float64 conversion below names it
+    if raw is None:
+        return points
+    kind = raw.dtype.kind
+    if kind == "c":
+        raise ProblemError(f"points must be {want}; got complex values ({raw.dtype}): "
+                           "constropt works over the reals")
+    if kind in "USV":
+        raise ProblemError(f"points must be {want}; got {raw.dtype} values {_short(points)}")
+    if kind == "O":
+        for k, v in enumerate(raw.reshape(-1)):
+            if v is None or isinstance(v, (complex, np.complexfloating, str, bytes)):
+                where = [int(i) for i in np.unravel_index(k, raw.shape)] if raw.ndim else []
+                raise ProblemError(f"points must be {want}; points{where} is {v!r:.40}")
+    return raw
+
+
 def _short(obj, limit: int = 60) -> str:
     text = repr(obj)
     return text if len(text) <= limit else text[:limit - 3] + "..."
@@ -99,6 +124,9 @@ def evaluate_points(problem, points, parameters=None, compile="auto") -> Evaluat
         torch = None
     if torch is not None and isinstance(points, torch.Tensor):
         pts = _as_points(points, problem.n)
+        if pts.is_complex():
+            raise ProblemError(f"points must be real; got a complex tensor ({pts.dtype}): "
+                               "constropt works over the reals")
         dtype = pts.dtype if pts.is_floating_point() else torch.float64
         P = torch.as_tensor(pvec, dtype=dtype, device=pts.device).reshape(-1, 1)
         tol = torch.tensor(problem.eq_tol, dtype=dtype, device=pts.device)
@@ -111,6 +139,7 @@ def evaluate_points(problem, points, parameters=None, compile="auto") -> Evaluat
         f, V = ns["report"](pts.T.contiguous(), P, tol)
         V = V.T
         return Evaluation(f, V, (V == 0).all(dim=1))
+    points = _real_points(points, problem.n)
     try:
         arr = np.asarray(points, dtype=np.float64)
     except (TypeError, ValueError):

@@ -12,6 +12,9 @@ from .._errors import ProblemError
 from ..lowering import Block, Layout
 
 _VECTOR_TYPES = (sp.IndexedBase, sp.MatrixSymbol)
+#: Most scalar decision values (genes) a problem may have; checked before the box's
+#: arrays are allocated.
+MAX_GENES = 10_000_000
 
 
 def _natural_key(sym) -> tuple:
@@ -122,10 +125,28 @@ def _order_variables(exprs, variables, parameters) -> tuple:
     return variables
 
 
+def _check_names(variables, parameters) -> None:
+    """ProblemError when two different symbols print as the same name (``Symbol('x')`` and
+    ``Symbol('x', positive=True)``, or a ``Dummy('x')``): results, ``to_dict`` and the
+    command line's JSON name every variable and parameter by its name."""
+    seen: dict = {}
+    for s in (*variables, *parameters):
+        name = str(s)
+        other = seen.setdefault(name, s)
+        if other is not s and other != s:
+            raise ProblemError(f"two different symbols are named {name!r} "
+                               f"({sp.srepr(other)[:80]} and {sp.srepr(s)[:80]}): results "
+                               "name variables and parameters by their names, so rename one")
+
+
 def _make_layout(variables, parameters) -> Layout:
+    _check_names(variables, parameters)
     blocks, off = [], 0
     for v in variables:
         shape = _shape_of(v) if _is_vector(v) else ()
         blocks.append(Block(v, off, shape))
         off += math.prod(shape) if shape else 1
+        if off > MAX_GENES:
+            raise ProblemError(f"the problem has more than {MAX_GENES:,} scalar variables "
+                               f"(vector variable {v} has shape {shape})")
     return Layout(tuple(blocks), tuple(parameters))

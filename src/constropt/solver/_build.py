@@ -15,7 +15,7 @@ import numpy as np
 
 from .._errors import OptionError
 from ..problem._problem import Problem
-from ._options import refuse_problem_options
+from ._options import check_population_memory, refuse_problem_options
 
 __all__ = ["build", "ALGORITHMS", "default_pop_size", "default_restarts", "independent_restarts",
            "compile_choice", "COMPILE_THRESHOLD", "starts_of"]
@@ -306,7 +306,9 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
         fitness_fn = snapped(fitness_fn, values)
         fkey = (fkey, "snap", sets.tobytes())
     per = bytes_per_individual(problem, wdtype.itemsize)
-    mem_budget = opts.memory_budget or available_bytes(dev) // 2
+    free = available_bytes(dev)
+    check_population_memory(S, n, B, wdtype.itemsize, free)  # before any allocation
+    mem_budget = opts.memory_budget or free // 2
     fit = Chunked(fitness_fn, per, mem_budget)  # eager evaluations (starts, repair)
     tol = arr(problem.eq_tol, wdtype)
     P = arr(M, wdtype)[:, :, None]     # (n_p, B, 1)

@@ -10,12 +10,14 @@ The file is data, never a pickle: loading one cannot run code.  Layout::
     MAGIC | header length (8 bytes, little endian) | header (JSON) | array bytes | sha256
 
 The JSON header describes the state as a tree of numbers, strings, None, lists,
-tuples, dicts, dataclasses and NamedTuples (of ``constropt`` classes only, rebuilt field
-by field), torch dtypes, sympy objects (as ``srepr`` text, read back by the allow-list
-reader of :mod:`constropt.files`) and arrays (dtype, shape, offset into the array
-bytes).  The sha256 covers everything before it; any mismatch, truncation or malformed
-part is refused with :class:`CheckpointError`.  The checksum detects corruption, not
-forgery: it is not a signature.
+tuples, dicts, dataclasses and NamedTuples (of ``constropt`` classes only, named by a
+stable tag of :data:`TAGS` or by ``module:qualname``, rebuilt field by field), torch
+dtypes, sympy objects (as ``srepr`` text, read back by the allow-list reader of
+:mod:`constropt.problem._srepr`) and arrays (dtype, shape, offset into the array bytes).
+The sha256 covers everything before it; any mismatch, truncation or malformed part is
+refused with :class:`CheckpointError`.  The checksum detects corruption, not forgery: it
+is not a signature, so :func:`._resume_check.check_resume` checks a loaded state against the problem
+and the settings before ``resume`` continues (every error names the field).
 
 Files are written to a uniquely named temporary file in the same folder and renamed
 over the target, so a crash mid-write never leaves a truncated checkpoint; a temporary
@@ -30,18 +32,21 @@ import enum
 import hashlib
 import importlib
 import json
+import math
 import os
 import re
 import struct
 import sys
 import tempfile
+import typing
 
 import numpy as np
 
-from .._errors import CheckpointError, ParseError
+from .._errors import CheckpointError, ConstroptError, ParseError
 
 __all__ = ["fingerprint", "write_checkpoint", "read_checkpoint", "check_writable",
-           "encode", "decode", "problem_data", "problem_from_data", "FORMAT", "VERSION"]
+           "encode", "decode", "problem_data", "problem_from_data", "FORMAT", "VERSION",
+           "TAGS"]
 
 FORMAT = "constropt-checkpoint"
 VERSION = 2
@@ -69,20 +74,62 @@ def problem_data(problem):
 
 
 def problem_from_data(args):
-    """Rebuild a Problem from :func:`problem_data` (never a callable from the file)."""
+    """Rebuild a Problem from :func:`problem_data` (never a callable from the file);
+    :class:`CheckpointError` naming the argument when they do not make one."""
+    import sympy
+
     from ..problem._problem import _rebuild
 
-    return _rebuild(*args)
+    names = ("objective", "constraints", "variables", "bounds", "maximize", "parameters",
+             "eq_tol", "default_bound")
+    if not isinstance(args, tuple) or not 7 <= len(args) <= len(names):
+        raise CheckpointError("field problem: expected the problem's 7 or 8 arguments")
+    kinds = {"objective": sympy.Expr, "constraints": tuple, "variables": tuple,
+             "bounds": (dict, type(None)), "maximize": bool, "parameters": dict,
+             "eq_tol": float, "default_bound": (int, float, type(None))}
+    for name, value in zip(names, args):
+        if not isinstance(value, kinds[name]) or (name == "eq_tol" and isinstance(value, bool)):
+            raise CheckpointError(f"field problem.{name}: holds a {type(value).__name__}")
+    try:
+        return _rebuild(*args)
+    except ConstroptError as exc:
+        raise CheckpointError(f"field problem: does not make a problem ({str(exc)[:200]})") \
+            from None
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError,
+            RecursionError, MemoryError) as exc:
+        raise CheckpointError(f"field problem: does not make a problem "
+                              f"({type(exc).__name__})") from None
 
 
 # -- the tree encoding -------------------------------------------------------------------
 
+#: Stable public names of the state classes checkpoints hold: a checkpoint names a class
+#: by its tag, so moving a class to another module keeps checkpoints readable (add the
+#: old ``module:qualname`` to ``_ALIASES`` when a class is renamed).
+TAGS = {
+    "DriverState": "constropt.engine._driver:DriverState",
+    "Best": "constropt.engine._driver:Best",
+    "DEState": "constropt.engine._algorithms:DEState",
+    "GAState": "constropt.engine._algorithms:GAState",
+    "Population": "constropt.engine._ga:Population",
+    "Memory": "constropt.engine._de:Memory",
+}
+_TAG_OF = {path: tag for tag, path in TAGS.items()}
+#: Names older checkpoints used -> tag (checkpoints before tags named every class by its
+#: ``module:qualname``, which still resolves while the class stays where it was).
+_ALIASES: dict[str, str] = {}
+
+
 def _class_name(cls) -> str:
-    return f"{cls.__module__}:{cls.__qualname__}"
+    path = f"{cls.__module__}:{cls.__qualname__}"
+    return _TAG_OF.get(path, path)
 
 
 def _resolve(name):
-    """A constropt dataclass, NamedTuple or Enum class named in a checkpoint."""
+    """A constropt dataclass, NamedTuple or Enum class named in a checkpoint (by tag, or by
+    ``module:qualname`` inside constropt)."""
+    if isinstance(name, str):
+        name = TAGS.get(_ALIASES.get(name, name), name)
     if not isinstance(name, str) or not re.fullmatch(r"constropt(\.\w+)*:[\w.]+", name):
         raise CheckpointError(f"checkpoint names a class outside constropt: {name!r:.80}")
     module, qual = name.split(":")
@@ -154,12 +201,42 @@ def encode(obj, blob: list) -> object:
     raise CheckpointError(f"cannot store a {type(obj).__name__} in a checkpoint")
 
 
-def decode(data, blob: memoryview):
-    """Inverse of :func:`encode`; anything malformed raises :class:`CheckpointError`."""
+def _child(path: str, key) -> str:
+    if isinstance(key, str) and key.isidentifier() and len(key) <= 40:
+        return f"{path}.{key}" if path else key
+    return f"{path}[{key!r:.40}]"
+
+
+def _field_types(cls) -> dict:
+    """The fields of ``cls`` annotated with a state class (what they must hold)."""
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # an annotation that does not resolve: nothing to check
+        return {}
+    return {k: t for k, t in hints.items() if isinstance(t, type) and (
+        dataclasses.is_dataclass(t) or (issubclass(t, tuple) and hasattr(t, "_fields")))}
+
+
+def decode(data, blob: memoryview, path: str = ""):
+    """Inverse of :func:`encode`; anything malformed raises :class:`CheckpointError`
+    naming the field (``path``) at fault."""
+    try:
+        return _decode(data, blob, path)
+    except CheckpointError:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError, OverflowError) as exc:
+        raise CheckpointError(f"malformed field {path or '(top)'} "
+                              f"({type(exc).__name__})") from None
+
+
+def _decode(data, blob: memoryview, path: str):
+    def fail(why: str) -> CheckpointError:
+        return CheckpointError(f"field {path or '(top)'}: {why}")
+
     if data is None or isinstance(data, (bool, str, int)):
         return data
     if isinstance(data, list) or not isinstance(data, dict):
-        raise CheckpointError(f"malformed checkpoint entry {data!r:.80}")
+        raise fail(f"malformed entry {data!r:.80}")
     kind = data.get("$")
     if kind == "float":
         return float(data["v"])
@@ -168,18 +245,22 @@ def decode(data, blob: memoryview):
         if not (isinstance(at, int) and isinstance(nbytes, int) and 0 <= at
                 and at + nbytes <= len(blob) and isinstance(shape, list)
                 and all(isinstance(s, int) and s >= 0 for s in shape)):
-            raise CheckpointError("malformed array entry in checkpoint")
+            raise fail("malformed array entry")
         raw = blob[at:at + nbytes]
         if kind == "ndarray":
             dt = np.dtype(data["dtype"]) if isinstance(data["dtype"], str) else None
             if dt is None or dt.kind not in _NUMPY_KINDS:
-                raise CheckpointError(f"checkpoint array of dtype {data['dtype']!r:.40}")
+                raise fail(f"array of dtype {data['dtype']!r:.40}")
+            if math.prod(shape) * dt.itemsize != nbytes:
+                raise fail(f"array of shape {shape} does not hold {nbytes} bytes")
             return np.frombuffer(raw, dtype=dt).reshape(shape).copy()
         import torch
 
         dt = getattr(torch, str(data["dtype"]), None)
         if not isinstance(dt, torch.dtype):
-            raise CheckpointError(f"checkpoint tensor of dtype {data['dtype']!r:.40}")
+            raise fail(f"tensor of dtype {data['dtype']!r:.40}")
+        if math.prod(shape) * dt.itemsize != nbytes:
+            raise fail(f"tensor of shape {shape} does not hold {nbytes} bytes")
         t = torch.frombuffer(bytearray(raw), dtype=torch.uint8) if nbytes else \
             torch.empty(0, dtype=torch.uint8)
         return t.view(dt).reshape(shape).clone()
@@ -189,51 +270,77 @@ def decode(data, blob: memoryview):
         except TypeError:
             dt = None
         if dt is None or dt.kind not in _NUMPY_KINDS:
-            raise CheckpointError(f"unknown numpy dtype {data['name']!r:.40} in checkpoint")
+            raise fail(f"unknown numpy dtype {data['name']!r:.40}")
         return dt
     if kind == "torch.dtype":
         import torch
 
         dt = getattr(torch, str(data["name"]), None)
         if not isinstance(dt, torch.dtype):
-            raise CheckpointError(f"unknown torch dtype {data['name']!r:.40} in checkpoint")
+            raise fail(f"unknown torch dtype {data['name']!r:.40}")
         return dt
     if kind == "torch.device":
         import torch
 
-        return torch.device(str(data["name"]))
+        try:
+            return torch.device(str(data["name"])[:100])
+        except RuntimeError:
+            raise fail(f"unknown torch device {data['name']!r:.40}") from None
     if kind == "sympy":
         from ..problem._srepr import read_srepr
 
         try:
             return read_srepr(data["srepr"])
         except ParseError as exc:
-            raise CheckpointError(f"checkpoint holds an unreadable expression ({exc})") from None
+            raise fail(f"an unreadable expression ({exc})") from None
     if kind == "enum":
-        return _resolve(data["cls"])[data["name"]]
+        cls = _resolve(data["cls"])
+        if not issubclass(cls, enum.Enum) or not isinstance(data["name"], str) \
+                or data["name"] not in cls.__members__:
+            raise fail(f"{data['name']!r:.40} is not a member of {data['cls']}")
+        return cls[data["name"]]
     if kind == "namedtuple":
         cls = _resolve(data["cls"])
-        items = [decode(v, blob) for v in data["items"]]
-        if len(items) != len(cls._fields):
-            raise CheckpointError(f"checkpoint state {data['cls']} has {len(items)} fields; "
-                                  f"this constropt has {len(cls._fields)}")
-        return cls(*items)
+        if not (issubclass(cls, tuple) and hasattr(cls, "_fields")):
+            raise fail(f"{data['cls']} is not a named tuple")
+        items = data["items"]
+        if not isinstance(items, list) or len(items) != len(cls._fields):
+            raise fail(f"state {data['cls']} has {len(items)} fields; this constropt has "
+                       f"{len(cls._fields)}")
+        return cls(*[decode(v, blob, _child(path, k)) for k, v in zip(cls._fields, items)])
     if kind == "dataclass":
         cls = _resolve(data["cls"])
+        if not dataclasses.is_dataclass(cls):
+            raise fail(f"{data['cls']} is not a dataclass")
         names = {f.name for f in dataclasses.fields(cls)}
-        if set(data["fields"]) != names:
-            raise CheckpointError(f"checkpoint state {data['cls']} has other fields than "
-                                  "this constropt's; it was written by another version")
+        if not isinstance(data["fields"], dict) or set(data["fields"]) != names:
+            raise fail(f"state {data['cls']} has other fields than this constropt's; it was "
+                       "written by another version")
         obj = cls.__new__(cls)
+        types = _field_types(cls)
         for k, v in data["fields"].items():
-            object.__setattr__(obj, k, decode(v, blob))
+            value = decode(v, blob, _child(path, k))
+            want = types.get(k)
+            if want is not None and not isinstance(value, want):
+                raise CheckpointError(f"field {_child(path, k)}: holds a "
+                                      f"{type(value).__name__}, expected a {want.__name__}")
+            object.__setattr__(obj, k, value)
         return obj
     if kind in ("tuple", "list"):
-        items = [decode(v, blob) for v in data["items"]]
+        items = [decode(v, blob, _child(path, i)) for i, v in enumerate(data["items"])]
         return tuple(items) if kind == "tuple" else items
     if kind == "dict":
-        return {decode(k, blob): decode(v, blob) for k, v in data["items"]}
-    raise CheckpointError(f"unknown entry kind {kind!r:.40} in checkpoint")
+        out = {}
+        for pair in data["items"]:
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise fail("malformed dict entry")
+            key = decode(pair[0], blob, path)
+            try:
+                out[key] = decode(pair[1], blob, _child(path, key))
+            except TypeError:  # an unhashable key
+                raise fail(f"a dict key of type {type(key).__name__}") from None
+        return out
+    raise fail(f"unknown entry kind {kind!r:.40}")
 
 
 # -- files -------------------------------------------------------------------------------
@@ -355,7 +462,8 @@ def read_checkpoint(path) -> dict:
     except CheckpointError as exc:
         raise CheckpointError(f"checkpoint {path!r}: {exc}" if path not in str(exc)
                               else str(exc)) from None
-    except (ValueError, KeyError, TypeError, RecursionError, AttributeError) as exc:
+    except (ValueError, KeyError, TypeError, RecursionError, AttributeError, IndexError,
+            OverflowError) as exc:
         raise CheckpointError(f"checkpoint {path!r} is corrupt or not a constropt "
                               f"checkpoint ({type(exc).__name__})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:

@@ -12,10 +12,30 @@ import numpy as np
 from .._errors import OptionError
 
 __all__ = ["SolveOptions", "PROBLEM_OPTIONS", "NOT_STORED", "stored_options",
-           "refuse_problem_options"]
+           "refuse_problem_options", "MAX_POP_SIZE", "check_population_memory"]
 
 #: Options that shape the Problem itself; a ready Problem already has them.
 PROBLEM_OPTIONS = ("eq_tol", "default_bound")
+#: Largest ``pop_size``: 10**8 individuals (a search's arrays at that size take gigabytes
+#: per variable).
+MAX_POP_SIZE = 10**8
+#: Arrays of one value per individual and gene a search holds at once (population, trial
+#: vectors, random numbers, selection), for :func:`check_population_memory`.
+POPULATION_ARRAYS = 8
+
+
+def check_population_memory(pop_size: int, n: int, instances: int, itemsize: int,
+                            available: int) -> None:
+    """OptionError naming ``pop_size`` when the search's population arrays (about
+    :data:`POPULATION_ARRAYS` of ``pop_size * instances * (n + 2)`` values) would not fit
+    in the ``available`` bytes of the device: refused before anything is allocated."""
+    need = POPULATION_ARRAYS * pop_size * instances * (n + 2) * itemsize
+    if need > available:
+        each = f" x {instances} instances" if instances > 1 else ""
+        raise OptionError(f"pop_size={pop_size} needs about {need / 2**30:.1f} GiB for the "
+                          f"search's arrays ({n} variables{each}), more than the "
+                          f"{available / 2**30:.1f} GiB available on the device; choose a "
+                          "smaller pop_size")
 
 #: Options a checkpoint does not keep: code to run, the display, the file itself, and
 #: what only shapes the start (``rng`` is resolved to the stored seed; ``x0`` is in the
@@ -46,7 +66,9 @@ class SolveOptions:
     Attributes
     ----------
     pop_size : int or None
-        Population size (even); default ``clip(20 * n, 60, 400)``.
+        Population size (even), 4 to ``MAX_POP_SIZE`` (10**8); default
+        ``clip(20 * n, 60, 400)``.  A population whose arrays would not fit in the memory
+        available on the device is refused (:class:`OptionError`) before the search.
     max_generations : int or None
         Generation limit; default 1000.
     max_evals : int or None
@@ -227,8 +249,8 @@ class SolveOptions:
         positive_int("memory_budget")
         if self.checkpoint is not None and not isinstance(self.checkpoint, (str, os.PathLike)):
             raise OptionError(f"checkpoint must be a file path, got {self.checkpoint!r}")
-        if self.pop_size is not None and self.pop_size < 4:
-            raise OptionError(f"pop_size must be at least 4, got {self.pop_size}")
+        if self.pop_size is not None and not 4 <= self.pop_size <= MAX_POP_SIZE:
+            raise OptionError(f"pop_size must be 4 to {MAX_POP_SIZE:,}, got {self.pop_size}")
         for name in ("time_limit", "ftol", "eq_tol", "default_bound", "eta_c", "eta_m"):
             v = getattr(self, name)
             if v is None and name in ("time_limit", "default_bound"):

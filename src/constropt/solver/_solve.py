@@ -307,21 +307,27 @@ def resume(path: str | os.PathLike, *, problem: Problem | None = None,
     from .._errors import CheckpointError, ProblemError
     from ..engine._backend import resolve_device
     from ._checkpoint import fingerprint, problem_from_data, read_checkpoint
+    from ._resume_check import check_resume
+    from ._search import default_pop_size
 
     t_start = time.perf_counter()
     data = read_checkpoint(path)
     t0 = time.perf_counter()
     try:
         stored = problem_from_data(data["problem"])
-    except (ProblemError, TypeError, ValueError) as exc:
+    except (CheckpointError, ProblemError, TypeError, ValueError) as exc:
         raise CheckpointError(f"checkpoint {path!r} holds a problem that cannot be rebuilt "
-                              f"({type(exc).__name__}: {str(exc)[:200]})") from None
+                              f"({str(exc)[:300]})") from None
     if fingerprint(stored) != data["fingerprint"]:
         raise CheckpointError(f"checkpoint {path!r} is inconsistent: its problem does not "
                               "match its fingerprint")
     if problem is not None and fingerprint(problem) != data["fingerprint"]:
         raise CheckpointError(f"checkpoint {path!r} belongs to a different problem than the "
                               "one given (generated code, bounds or sense differ)")
+    try:
+        check_resume(data, stored, default_pop_size)
+    except CheckpointError as exc:
+        raise CheckpointError(f"checkpoint {path!r}: {exc}") from None
     st = data["settings"]
     opts = SolveOptions.from_kwargs({**st["options"], "progress": progress,
                                      "on_generation": None,
