@@ -165,6 +165,10 @@ def _bad_generator(h):
     _set_entry(h["tree"], "generator", {"$": "dict", "items": []})
 
 
+def _unknown_reference(h):
+    _set_entry(_settings(h), "cross_check", "gurobi")
+
+
 def _wrong_genes(h):
     node = _loop(h)["fields"]["alg"]["fields"]["pop"]["items"][0]
     node["shape"] = [1, 1, 32]  # one gene for a two-variable problem
@@ -183,6 +187,7 @@ def _string_eq_tol(h):
     (_negative_seed, "settings.seed"),
     (_huge_pop_size, "settings.options"),
     (_bad_generator, "generator"),
+    (_unknown_reference, "settings.cross_check"),
     (_wrong_genes, "loop.alg.pop.X"),
     (_string_eq_tol, "problem.eq_tol"),
 ])

@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from .._errors import CheckpointError, ConstroptError
+from ._crosscheck import REFERENCES
 
 __all__ = ["check_resume", "MAX_COUNT"]
 
@@ -65,8 +66,11 @@ def check_resume(data: dict, problem, default_pop_size) -> None:
         fail("settings.backend", f"{backend!r:.40} is not 'numpy' or 'torch'")
     if st["compile"] not in ("auto", True, False) or not isinstance(st["compile"], (str, bool)):
         fail("settings.compile", f"{st['compile']!r:.40} is not 'auto', True or False")
-    if not isinstance(st["cross_check"], bool):
-        fail("settings.cross_check", f"{st['cross_check']!r:.40} is not True or False")
+    cc = st["cross_check"]  # a bool (older checkpoints) or the reference names
+    if not (isinstance(cc, bool) or (isinstance(cc, (tuple, list)) and len(cc) <= 2 and
+                                     all(isinstance(r, str) and r in REFERENCES for r in cc))):
+        fail("settings.cross_check", f"{cc!r:.40} is not True, False or reference names "
+                                     f"from {REFERENCES}")
     pvec, n_par = st["pvec"], len(problem.layout.parameters)
     if not isinstance(pvec, np.ndarray) or pvec.dtype != np.float64 or pvec.shape != (n_par,) \
             or not np.isfinite(pvec).all():
