@@ -365,12 +365,14 @@ def finish(problem, inst, pvec, budget: Budget, *, polish: bool, starts: int = 3
     if refined is not None:
         best, used, settled, f_best, V_best = refined
         nfev += used
-        polish = polish and not settled
     else:
         f_best, V_best = check_point(problem, best, pvec)
     nfev += 1  # the float64 check is an evaluation too (refine_batch kept room for it)
     best, f_best, V_best, nfev, first = defined_fallback(problem, inst, best, f_best, V_best,
                                                          pvec, nfev, budget.total)
+    if refined is not None and refined[2] and first is None:
+        polish = False  # Newton settled it: no SLSQP (but from a defined point, where it
+        # settled outside the objective's domain)
     reason = inst.reason
     if polish and problem.n <= 2000 and reason not in (Status.UNBOUNDED, Status.INTERRUPTED):
         best, f_best, V_best, nfev, stopped = polish_stage(
