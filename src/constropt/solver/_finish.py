@@ -450,7 +450,8 @@ def verdict(problem, best, f_best, V_best, pvec, reason, nfev: int, limit, *,
                            "before the probe beyond the default sides of the search box "
                            f"(raise max_evals, or give bounds; search ended: {reason.value})")
             elif owed:
-                suspect, used = edge_suspect(problem, where, best, pvec)
+                suspect, used = edge_suspect(problem, where, best, pvec,
+                                             None if limit is None else limit - nfev)
                 nfev += used
                 if suspect:
                     status = Status.NOT_CONFIRMED
