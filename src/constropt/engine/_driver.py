@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ._ga import Population
-from ._ranking import better
+from ._ranking import better, defined_only
 from ._status import Status
 from ._termination import _C, CODES, Termination, check
 from ._xp import asarray, is_torch, namespace, take, to_numpy
@@ -66,21 +66,38 @@ def merge(best: Best, pop: Population, first: bool = False) -> Best:
                 xp.where(win, cv, best.cv))
 
 
+def defined_pop(pop: Population) -> Population:
+    """``pop`` ranked as :func:`merge` ranks it among its *defined* points only (those
+    whose objective key is below ``+inf``: not NaN); the others get ``cv = inf``."""
+    return Population(pop.X, *defined_only(pop.f, pop.cv))
+
+
+def merge_defined(best: Best, pop: Population) -> Best:
+    """:func:`merge` over the defined points of ``pop``: the best point seen whose
+    objective is a number (``f = inf`` while there is none).  A point outside the
+    objective's domain can be the search's best (a feasible NaN beats every infeasible
+    point); this one is what the finish falls back to (see
+    :func:`constropt.solver._finish.defined_fallback`)."""
+    return merge(best, defined_pop(pop))
+
+
 @dataclass
 class DriverState:
     """Everything needed to continue a run exactly (checkpoints): arrays only (torch
     tensors on the torch backend, NumPy arrays on NumPy).
 
-    The algorithm state ``alg`` and ``best`` hold the ``R`` rows still in the batch
+    The algorithm state ``alg``, ``best`` and ``defined`` (the best point whose objective
+    is a number, :func:`merge_defined`) hold the ``R`` rows still in the batch
     (``rows`` their instance numbers, ``row_live`` which are still running); the other
     fields have one entry per instance ``B``: counters (host int64), the last check
     point's best (``last_f``, ``last_cv``), the final best of finished instances
-    (``final_*``), the history so far (``hist_*``, (capacity, B)), the generation ``g``
-    and the seconds spent ``elapsed`` (0-d).
+    (``final_*``, ``final_defined``: host float64), the history so far (``hist_*``,
+    (capacity, B)), the generation ``g`` and the seconds spent ``elapsed`` (0-d).
     """
 
     alg: object
     best: Best
+    defined: Best
     rows: Any
     row_live: Any
     g: Any
@@ -95,6 +112,7 @@ class DriverState:
     final_x: Any
     final_f: Any
     final_cv: Any
+    final_defined: Best
     hist_f: Any
     hist_cv: Any
     hist_nfev: Any
@@ -104,7 +122,9 @@ class DriverState:
 class Instance(NamedTuple):
     """One instance's outcome (host values): best point ``x`` (N,), ``f``, ``cv``; counts;
     why it stopped; history ``hist_nfev``, ``hist_f``, ``hist_cv`` (nit + 1,); ``population``
-    the last population (N, S), best first."""
+    the last population (N, S), best first; ``defined`` the best point seen whose
+    objective is a number, ``(x, f, cv)`` (working precision), or None when there was
+    none."""
 
     x: np.ndarray
     f: float
@@ -117,6 +137,7 @@ class Instance(NamedTuple):
     hist_f: np.ndarray
     hist_cv: np.ndarray
     population: np.ndarray
+    defined: tuple | None = None
 
 
 @dataclass
@@ -199,7 +220,9 @@ class Driver:
     # -- set-up -------------------------------------------------------------------------
     def _initial(self, X0) -> DriverState:
         alg = self.algorithm.start(X0)
-        best = raw_best(self.algorithm.population(alg))
+        pop = self.algorithm.population(alg)
+        best = raw_best(pop)
+        defined = raw_best(defined_pop(pop))
         N, B, S = X0.shape
         xp = namespace(best.f)  # device arrays on best.f's device; host ones on the CPU
         dev, dt = getattr(best.f, "device", None), best.f.dtype
@@ -213,11 +236,13 @@ class Driver:
         def z(dtype=xp.int64, shape=(B,)):
             return xp.zeros(shape, dtype=dtype)
         return DriverState(
-            alg=alg, best=best, rows=xp.arange(B), row_live=xp.ones(B, dtype=xp.bool),
+            alg=alg, best=best, defined=defined, rows=xp.arange(B),
+            row_live=xp.ones(B, dtype=xp.bool),
             g=z(shape=()), nit=z(), nfev=xp.full((B,), S, dtype=xp.int64),
             quiet=z(), restarts=z(), since=z(), code=z(),
             last_f=_host64(best.f), last_cv=_host64(best.cv),
             final_x=z(xp.float64, (N, B)), final_f=z(xp.float64), final_cv=z(xp.float64),
+            final_defined=Best(z(xp.float64, (N, B)), z(xp.float64), z(xp.float64)),
             hist_f=hist_f, hist_cv=hist_cv, hist_nfev=hist_nfev,
             elapsed=z(xp.float64, ()))
 
@@ -281,7 +306,9 @@ class Driver:
                     return
                 pos, ids = self._live()
         st.alg = alg.advance(st.alg)
-        st.best = merge(st.best, alg.population(st.alg), self._first)
+        pop = alg.population(st.alg)
+        st.best = merge(st.best, pop, self._first)
+        st.defined = merge_defined(st.defined, pop)
         g = int(st.g) + 1
         st.g[...] = g
         live = ids if len(ids) < len(st.nit) else Ellipsis  # all live: no index needed
@@ -291,7 +318,9 @@ class Driver:
         hook_stop = False
         if self.on_generation is not None:
             hook_stop = bool(self.on_generation(st, alg))
-            st.best = merge(st.best, alg.population(st.alg), self._first)
+            pop = alg.population(st.alg)
+            st.best = merge(st.best, pop, self._first)
+            st.defined = merge_defined(st.defined, pop)
         self._record(g)
         if hook_stop:
             return self._stop_all(Status.CALLBACK)
@@ -391,6 +420,10 @@ class Driver:
         st.final_x[:, ids] = _host64(xp.take(st.best.x, sel, axis=1))
         st.final_f[ids] = _host64(xp.take(st.best.f, sel, axis=0))
         st.final_cv[ids] = _host64(xp.take(st.best.cv, sel, axis=0))
+        fd = st.final_defined
+        fd.x[:, ids] = _host64(xp.take(st.defined.x, sel, axis=1))
+        fd.f[ids] = _host64(xp.take(st.defined.f, sel, axis=0))
+        fd.cv[ids] = _host64(xp.take(st.defined.cv, sel, axis=0))
         X = _np64(xp.take(self.algorithm.population(st.alg).X, sel, axis=1))
         for k, b in enumerate(ids):
             self.populations[int(b)] = X[:, k]
@@ -405,8 +438,8 @@ class Driver:
                 return
         idx = asarray(keep, st.best.f)
         self.algorithm, st.alg = self.algorithm.compact(st.alg, idx)
-        st.best = Best(xp.take(st.best.x, idx, axis=1), xp.take(st.best.f, idx, axis=0),
-                       xp.take(st.best.cv, idx, axis=0))
+        st.best, st.defined = (Best(xp.take(b.x, idx, axis=1), xp.take(b.f, idx, axis=0),
+                                    xp.take(b.cv, idx, axis=0)) for b in (st.best, st.defined))
         st.rows = st.rows[asarray(keep, st.rows)]
         st.row_live = st.row_live[asarray(keep, st.rows)]
         self._rows_dev = asarray(st.rows, st.best.f)
@@ -423,11 +456,16 @@ class Driver:
         hn = to_numpy(st.hist_nfev[: g + 1])
         out = []
         snap = self.snap if self.snap is not None else (lambda X: X)
+        fd = st.final_defined
         for b in range(st.code.shape[0]):
             k = int(st.nit[b]) + 1
+            f_d = float(fd.f[b])
+            defined = None
+            if f_d < math.inf:
+                defined = (snap(to_numpy(fd.x[:, b]).copy()), f_d, float(fd.cv[b]))
             out.append(Instance(
                 snap(to_numpy(st.final_x[:, b]).copy()), float(st.final_f[b]),
                 float(st.final_cv[b]), int(st.nit[b]), int(st.nfev[b]),
                 CODES[int(st.code[b])], int(st.restarts[b]), hn[:k, b].copy(),
-                hf[:k, b].copy(), hc[:k, b].copy(), snap(self.populations[b])))
+                hf[:k, b].copy(), hc[:k, b].copy(), snap(self.populations[b]), defined))
         return Outcome(tuple(out), self.elapsed())

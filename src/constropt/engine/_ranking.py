@@ -17,7 +17,7 @@ import numpy as np
 
 from ._xp import compiling, is_torch, namespace
 
-__all__ = ["clean", "better", "order", "rank_key", "select"]
+__all__ = ["clean", "better", "order", "rank_key", "select", "defined_only"]
 
 _I64_MIN = -(2**63)
 _I64_MAX = 2**63 - 1
@@ -117,3 +117,12 @@ def select(f, cv, k: int):
     pos = torch.arange(k, device=idx.device)
     perm = torch.where(pos == 0, j, torch.where(pos == j, 0, pos))
     return idx[perm]
+
+
+def defined_only(f, cv):
+    """``(f, cv)`` with every point whose objective key is not below ``+inf`` (NaN, or an
+    overflow the wrong way: outside the objective's domain) given ``cv = inf``: ranked by
+    :func:`better` among the points where the objective is a number, all others last."""
+    f, cv = clean(f, cv)
+    xp = namespace(f)
+    return f, xp.where(f < float("inf"), cv, float("inf"))

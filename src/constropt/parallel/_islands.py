@@ -295,15 +295,18 @@ def _islands(problem, grp: _Group, dev, seed, opts, solve_options, named, S, m, 
                             consensus=hook.agree)
     res = search.result()
 
-    # the winner: feasible first, then lower total violation, then better objective
+    # the winner: feasible first, then defined (the objective a number), then lower total
+    # violation, then better objective (the order of solver._finish.result_key)
     cvsum = float(np.sum(res.violations)) if res.violations.size else 0.0
     fmin = -res.fun if problem.maximize else res.fun
-    key = torch.tensor([0.0 if res.feasible else 1.0, cvsum, fmin, float(res.nfev)],
-                       dtype=torch.float64)
+    undefined = math.isnan(fmin) or fmin == math.inf
+    key = torch.tensor([0.0 if res.feasible else 1.0, float(undefined), cvsum, fmin,
+                        float(res.nfev)], dtype=torch.float64)
     K = grp.all_gather("final selection (all_gather)", key).numpy()
-    keys = np.nan_to_num(K[:, :3], nan=np.inf)
-    winner = int(np.lexsort((np.arange(world), keys[:, 2], keys[:, 1], keys[:, 0]))[0])
-    total = int(K[:, 3].sum())
+    keys = np.nan_to_num(K[:, :4], nan=np.inf)
+    winner = int(np.lexsort((np.arange(world), keys[:, 3], keys[:, 2], keys[:, 1],
+                             keys[:, 0]))[0])
+    total = int(K[:, 4].sum())
     payload = None
     if rank == winner:
         note = " (no torchrun environment: one process)" if grp.alone else ""

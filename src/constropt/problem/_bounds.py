@@ -18,7 +18,8 @@ import numpy as np
 import sympy as sp
 
 from .._errors import ProblemError
-from ._constraints import Constraint, Leaf
+from ._constraints import Leaf
+from ._domain import domain_constraints
 from ._fbbt import InfeasibilityProof
 
 __all__ = ["BoundsWarning", "make_bounds", "is_integer", "default_box", "problem_scale",
@@ -336,36 +337,6 @@ def parameter_box(problem, P: np.ndarray):
         raise ProblemError(f"the bounds of {', '.join(bad)} are empty (lower above upper) for "
                            "the given parameter values")
     return with_box(problem, lower, upper)
-
-
-def domain_constraints(objective) -> list:
-    """Where the objective is defined, as constraints for bound propagation: ``a >= 0``
-    for each ``log(a)`` and each power of ``a`` with a non-integer exponent
-    (``sqrt(a)``, ``a**0.6``) the objective evaluates unconditionally (not inside a
-    ``Piecewise``, whose branches are evaluated only where they apply).
-
-    Outside these sets the objective is NaN, so no such point can be the answer; a
-    divisor's ``a != 0`` is no interval and is left out.
-    """
-    found, stack = [], [objective]
-    while stack:
-        e = stack.pop()
-        if not isinstance(e, sp.Basic) or isinstance(e, sp.Piecewise) or not e.free_symbols:
-            continue
-        arg = None
-        if isinstance(e, sp.log):
-            arg = e.args[0]
-        elif isinstance(e, sp.Pow) and e.exp.is_number and e.exp.is_integer is False:
-            arg = e.base
-        if arg is not None and arg.free_symbols and arg.is_nonnegative is not True:
-            found.append(arg)
-        stack.extend(e.args)
-    out, seen = [], set()
-    for a in found:
-        if a not in seen:
-            seen.add(a)
-            out.append(Constraint(sp.Ge(a, 0, evaluate=False), Leaf(-a, "le")))
-    return out
 
 
 def _domain_sides(variables, layout, constraints, objective, lo, hi, strict_lo, strict_hi,

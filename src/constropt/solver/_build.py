@@ -400,6 +400,7 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
     if resume is not None:
         state = _place(resume["loop"], "cpu")
         state.alg, state.best = _place(state.alg, dev), _place(state.best, dev)
+        state.defined = _place(state.defined, dev)
         state.hist_f, state.hist_cv = _place(state.hist_f, dev), _place(state.hist_cv, dev)
         rng.set_state(resume["generator"])
     else:

@@ -7,7 +7,6 @@ status rules are written once.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 
@@ -16,6 +15,8 @@ import sympy as sp
 
 from .._errors import OptionError
 from ..problem._evaluate import report_numpy
+from ._defined import defined_fallback, result_key, undefined
+from ._defined import replaces as _replaces
 from ._interrupt import mandatory
 from ._rays import edge_suspect, ray_probe
 from ._result import History, Result, Status
@@ -31,7 +32,7 @@ from ._verdict import diverges as diverges_one
 
 __all__ = ["Budget", "check_point", "diverges", "polish_from", "polish_stage", "finish",
            "verdict", "infeasible_status", "constant_note", "refine_batch", "point_dict",
-           "UNBOUNDED_LEVEL"]
+           "UNBOUNDED_LEVEL", "undefined", "result_key", "defined_fallback"]
 
 #: Polish evaluations kept from the search's budget per continuous gene (at least 300).
 RESERVE_PER_GENE = 250
@@ -80,12 +81,6 @@ def diverges(problem, X: np.ndarray, M: np.ndarray):
     (n_params, B), vectorized over the instances (:func:`._verdict.diverges_many`).
     Returns ``(verdict (B,) bool, points evaluated (B,) int)``."""
     return diverges_many(problem, X, M)
-
-
-def _key(problem, f: float, V: np.ndarray):
-    cv = float(np.sum(V)) if V.size else 0.0
-    fmin = -f if problem.maximize else f
-    return (cv, math.inf if math.isnan(fmin) else fmin)
 
 
 def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, deadline=None,
@@ -162,8 +157,7 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
             except PolishInterrupted as exc:
                 nfev += exc.nfev + 1
                 f_c, V_c = check_point(problem, exc.x, pvec)
-                if np.all(V_c == 0) and _key(problem, f_c, V_c) < _key(problem, f_best,
-                                                                       V_best):
+                if _replaces(problem, f_c, V_c, f_best, V_best):
                     best, f_best, V_best = exc.x, f_c, V_c
                 exc.state = (best, f_best, V_best, nfev)
                 raise
@@ -188,7 +182,7 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
                     if cand is end or (np.all(V_r == 0) and not np.all(V_c == 0)) or \
                             (np.all(V_r == 0) and real_gain(problem, f_r, f_c)):
                         cand, f_c, V_c = x_r, f_r, V_r
-            if np.all(V_c == 0) and _key(problem, f_c, V_c) < _key(problem, f_best, V_best):
+            if _replaces(problem, f_c, V_c, f_best, V_best):
                 best, f_best, V_best = cand, f_c, V_c
             if info.get("timed_out"):
                 return best, f_best, V_best, nfev, True
@@ -237,9 +231,11 @@ def _gave_up(info: dict) -> bool:
 
 
 def polish_stage(problem, pop, best, f_best, V_best, pvec, max_evals, nfev,
-                 starts: int = 3, deadline=None):
+                 starts: int = 3, deadline=None, first=None):
     """SLSQP from the best point and from other distinct good points of the last
-    population ``pop`` (N, S); keep the best feasible result.  Then the neighbourhood
+    population ``pop`` (N, S); keep the best feasible result.  ``first``: a point to
+    polish from before them (:func:`defined_fallback`'s defined point, where the best
+    point's objective is undefined).  Then the neighbourhood
     searches of :mod:`._intsearch` from the result: integer moves, bound flips; then
     the piece moves of :mod:`._pieces`; last, the revival of dead genes
     (:mod:`._deadgenes`).
@@ -253,7 +249,7 @@ def polish_stage(problem, pop, best, f_best, V_best, pvec, max_evals, nfev,
     from ._pieces import piece_moves
 
     try:
-        for start in _starts(problem, best, pop, starts):
+        for start in _starts(problem, best, pop, starts, first):
             best, f_best, V_best, nfev, stop = polish_from(problem, start, pvec, best, f_best,
                                                            V_best, max_evals, nfev, deadline)
             if stop:
@@ -281,10 +277,13 @@ def polish_stage(problem, pop, best, f_best, V_best, pvec, max_evals, nfev,
 CLUSTER = 0.02
 
 
-def _starts(problem, best, pop, starts: int):
+def _starts(problem, best, pop, starts: int, first=None):
     """The best point and the best point of other clusters of the last population (it is
     ordered best first under feasibility rules): each start at least ``CLUSTER`` of the
-    box from every start taken."""
+    box from every start taken.  ``first`` (if given) goes before them all, as an extra
+    start."""
+    if first is not None:
+        return [first, *_starts(problem, best, pop, starts)]
     cands = [best]
     scale = np.maximum(problem.upper - problem.lower, 1e-12)
     for j in range(pop.shape[1]):
@@ -338,7 +337,9 @@ def refine_batch(problem, insts, M: np.ndarray, budget: Budget):
         fr, Vr = report_numpy(problem, xr, M[:, idx])
         feas = (Vr == 0).all(axis=0)
         cv_r, fm_r = keys(fr, Vr)
-        win = feas & ((cv_r < cv_b[idx]) | ((cv_r == cv_b[idx]) & (fm_r < fm_b[idx])))
+        # never a candidate outside the objective's domain in place of one inside it
+        win = feas & ((fm_r < np.inf) | (fm_b[idx] == np.inf)) & \
+            ((cv_r < cv_b[idx]) | ((cv_r == cv_b[idx]) & (fm_r < fm_b[idx])))
         w = idx[win]
         best[:, w], cv_b[w], fm_b[w] = xr[:, win], cv_r[win], fm_r[win]
         f_b[w], V_b[:, w] = fr[win], Vr[:, win]
@@ -366,15 +367,19 @@ def finish(problem, inst, pvec, budget: Budget, *, polish: bool, starts: int = 3
     if refined is not None:
         best, used, settled, f_best, V_best = refined
         nfev += used
-        polish = polish and not settled
     reason = inst.reason
     if refined is None:  # a first Ctrl-C in a final check: INTERRUPTED, checked once more
         (f_best, V_best), reason = mandatory(reason, lambda r: check_point(problem, best, pvec))
     nfev += 1  # the float64 check is an evaluation too (refine_batch kept room for it)
+    best, f_best, V_best, nfev, first = defined_fallback(problem, inst, best, f_best, V_best,
+                                                         pvec, nfev, budget.total)
+    if refined is not None and refined[2] and first is None:
+        polish = False  # Newton settled it: no SLSQP (but from a defined point, where it
+        # settled outside the objective's domain)
     if polish and problem.n <= 2000 and reason not in (Status.UNBOUNDED, Status.INTERRUPTED):
         best, f_best, V_best, nfev, stopped = polish_stage(
             problem, inst.population, best, f_best, V_best, pvec, budget.total, nfev,
-            starts=starts, deadline=deadline)
+            starts=starts, deadline=deadline, first=first)
         if stopped is not None:
             reason = stopped
     (best, f_best, V_best, nfev, status, message, checked), _ = mandatory(
@@ -447,7 +452,8 @@ def verdict(problem, best, f_best, V_best, pvec, reason, nfev: int, limit, *,
                            "before the probe beyond the default sides of the search box "
                            f"(raise max_evals, or give bounds; search ended: {reason.value})")
             elif owed:
-                suspect, used = edge_suspect(problem, where, best, pvec)
+                suspect, used = edge_suspect(problem, where, best, pvec,
+                                             None if limit is None else limit - nfev)
                 nfev += used
                 if suspect:
                     status = Status.NOT_CONFIRMED

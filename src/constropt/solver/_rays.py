@@ -221,11 +221,12 @@ def _steady(fm, ok, powers) -> bool:
                 np.all(steps[1:] >= 0.5 * steps[:-1]))
 
 
-def edge_suspect(problem, box, x, pvec) -> tuple[bool, int]:
+def edge_suspect(problem, box, x, pvec, budget: int | None = None) -> tuple[bool, int]:
     """Whether ``x`` lies where an unboundedness probe is owed: on a soft side of
     ``box``, or within ``1e-6`` of the width of a side that is not itself a feasible
     point with a finite objective (a strict bound or a pole there).  Returns
-    ``(suspect, evaluations)``: one evaluation per such side checked."""
+    ``(suspect, evaluations)``: one evaluation per such side checked, none beyond
+    ``budget`` (sides that do not fit are suspect unchecked)."""
     lo, hi = box.lower, box.upper
     width = np.maximum(hi - lo, 1e-300)
     soft = problem._soft
@@ -237,6 +238,8 @@ def edge_suspect(problem, box, x, pvec) -> tuple[bool, int]:
     idx = np.concatenate([near_lo, near_hi])
     if idx.size == 0:
         return False, 0
+    if budget is not None and idx.size > budget:
+        return True, 0
     pts = np.repeat(x[:, None], idx.size, axis=1)
     pts[idx, np.arange(idx.size)] = np.concatenate([lo[near_lo], hi[near_hi]])
     fp, V = report_numpy(problem, pts, np.reshape(pvec, -1))

@@ -17,7 +17,14 @@ from ..problem._problem import Problem
 from ._build import COMPILE_THRESHOLD, POLISH_TIME_SHARE, _problem_of, _seed
 from ._certify_result import certify_result
 from ._crosscheck import references_of
-from ._finish import constant_note, polish_from, polish_stage, verdict
+from ._finish import (
+    constant_note,
+    defined_fallback,
+    polish_from,
+    polish_stage,
+    result_key,
+    verdict,
+)
 from ._interrupt import cross_checked, interrupted, mandatory
 from ._options import SolveOptions, stored_options
 from ._result import History, Result, Status, add_up
@@ -161,6 +168,7 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
     # run is one search, so that resuming ends exactly where the uninterrupted run does
     expandable = problem._soft.any and resume is None and opts.checkpoint is None
     box, rounds, nfev, nit, compile_s, polish_s, search_s = problem, 0, 0, 0, 0.0, 0.0, 0.0
+    best = f_best = V_best = None
     hist, pressed, reason = [], None, None
     import_s = check_s = 0.0
     last_box = problem
@@ -179,21 +187,27 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
         import_s += eng.import_s
         search_s += seconds - before  # this call's share (a resumed run counts on)
         hist.append((nfev + out.hist_nfev, out.hist_f, out.hist_cv))
+        kept = None if best is None else (best, f_best, V_best)  # the last round's
         best = out.x.copy()
         t_c = time.perf_counter()
         (f_best, V_best), reason = mandatory(out.reason,
                                              lambda r: check_point(problem, best, pvec))
         check_s += time.perf_counter() - t_c
         base, nfev = nfev, nfev + out.nfev + 1  # the float64 check is an evaluation too
+        best, f_best, V_best, nfev, first = defined_fallback(
+            problem, out, best, f_best, V_best, pvec, nfev, opts.max_evals)
         t_pol = time.perf_counter()
         if opts.polish and n <= 2000 and reason not in (Status.UNBOUNDED, Status.INTERRUPTED):
             budget = None if opts.max_evals is None else opts.max_evals - base
             best, f_best, V_best, used, stopped = polish_stage(
                 box, out.population, best, f_best, V_best, pvec, budget, nfev - base,
-                deadline=deadline)
+                deadline=deadline, first=first)
             nfev = base + used
             if stopped is not None:
                 reason = stopped
+        if kept is not None and result_key(problem, kept[1], kept[2])[:2] < \
+                result_key(problem, f_best, V_best)[:2]:
+            best, f_best, V_best = kept  # a wider box's search ended where f is undefined
         polish_s += time.perf_counter() - t_pol
         pressed = None
         probe_room = opts.max_evals is None or nfev + 2 * n <= opts.max_evals

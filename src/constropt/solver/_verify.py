@@ -416,8 +416,8 @@ def certify(problem, x, pvec, fun: float, V: np.ndarray, budget: int | None = No
                 break
             used += 1
             f2, V2 = report_numpy(problem, x2.reshape(-1, 1), pvec)
-            if not np.all(V2[:, 0] == 0):
-                continue
+            if not np.all(V2[:, 0] == 0) or (math.isnan(f2[0]) and not math.isnan(fun)):
+                continue  # never a repair outside the objective's domain
             leaf2, cons2, obj2, vals2, bits2 = _evaluate(problem, g2, pvec)
             if _all(cons2) == SATISFIED:
                 x, genes, fun, V = x2, g2, float(f2[0]), V2[:, 0]
