@@ -27,7 +27,7 @@ def where(c, a, b, dtype=None):
 
 
 def cast(block, dtype):
-    return block.astype(dtype, copy=False)
+    return block if block.dtype == dtype else block.astype(dtype)
 
 
 def powi(a, n: int):
