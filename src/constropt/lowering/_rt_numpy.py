@@ -138,7 +138,7 @@ def rprod(body, axis: int = 0, drop: int = 0):
 
 def bsum(block, dtype):
     # 8-bit genes: an integer accumulator where dtype could not hold every partial sum
-    # exactly (float32 from 65,793 genes of magnitude <= 255), as the torch twin
+    # exactly (float32 from 65,794 genes of magnitude <= 255), as the torch twin
     if block.dtype.itemsize == 1 and block.dtype.kind in "biu" and \
             block.shape[0] * 255 >= 2 ** (np.finfo(dtype).nmant + 1):
         return np.sum(block, axis=0, dtype=np.int64).astype(dtype)

@@ -232,7 +232,7 @@ def bsum(block, dtype):
     (``Tensor.sum(0, dtype=float32)`` over int8 is about 20 times slower); under
     ``torch.compile`` and elsewhere one reduction, which inductor fuses into one kernel:
     8-bit genes accumulate in ``dtype`` where every partial sum is an integer it holds
-    exactly (float32: fewer than 65,793 genes of magnitude <= 255; compiled over 1,000
+    exactly (float32: up to 65,793 genes of magnitude <= 255; compiled over 1,000
     int8 genes 1.3-1.6x faster than an int32 accumulator, whose horizontal reduction
     inductor spills), else in int32 (exact) converted to ``dtype`` once; other genes sum
     in ``dtype``.

@@ -10,9 +10,10 @@ population in either layout, and picks per call how to run it (``compile="auto"`
 - from there on, the generated **torch** code compiled once with
   ``torch.compile(dynamic=True)`` through the process-wide cache of
   :func:`constropt.engine._backend.compiled` (a :class:`CompileWarning` says so, with the
-  expected cost, before the first compile); compiled calls below
-  :data:`ONE_THREAD_WORK` numbers run on one thread, where waking the OpenMP team costs
-  more than it saves (and far more when a core is busy elsewhere).
+  expected cost, before the first compile); compiled CPU calls below
+  :data:`ONE_THREAD_WORK` numbers (``compile=True``) run a variant compiled for one
+  thread, where waking the OpenMP team costs more than it saves (and far more when a
+  core is busy elsewhere).
 
 The generated code is branch-free (every condition a mask, every choice a ``where``),
 so inductor fuses the whole fitness into one loop over the population.
@@ -222,7 +223,8 @@ class Fitness:
         self._dtype = _working_dtype(dtype)
         self._pvec = problem.parameter_vector(parameters)
         self._numpy = _adapter(problem, kind, layout, "numpy")
-        self._eager = self._compiled = None  # torch adapters, built on first use
+        self._eager = None  # the torch adapter, built on first use
+        self._compiled: dict = {}  # serial? -> its compiled adapter
         self._inputs: dict = {}  # (device, dtype) -> (P, eq_tol, weight) tensors
         self._np_inputs: dict = {}  # dtype name -> P array
 
@@ -284,28 +286,33 @@ class Fitness:
         fn, threads = self._eager, contextlib.nullcontext()
         pop = pop.detach()  # no requires_grad guard: one compile for every caller
         if compiled:
-            fn = self._compiled_fn()
+            # small CPU calls: a kernel compiled for (and run on) one thread; Dynamo
+            # guards on the thread count, so each variant keeps its own compiled code
+            serial = work < ONE_THREAD_WORK and pop.device.type == "cpu" and \
+                torch.get_num_threads() > 1
+            fn = self._compiled_fn(serial)
+            if serial:
+                threads = _one_thread(torch)
             axis = 0 if self.layout == "rows" else 1
             seen = (id(fn), pop.device.type, pop.dtype, dtype)
             if seen not in _COMPILED_INPUTS:
                 _COMPILED_INPUTS.add(seen)
                 warnings.warn(
                     f"compiling the {self.kind!r} fitness for {self.problem.n} genes of "
-                    f"{pop.dtype} on {pop.device.type} with torch.compile: expect 10-20 s "
-                    "with a cold compile cache, 2-5 s warm; once per process, later calls "
-                    "of any population size reuse it (compile=False never compiles)",
-                    CompileWarning, stacklevel=3)
-                # compile as for a large population (parallel loops), whatever this size
-                torch._dynamo.mark_dynamic(pop, axis, hint_override=max(
-                    int(pop.shape[axis]), 1 << 20))
-            elif work < ONE_THREAD_WORK and pop.device.type == "cpu" and \
-                    torch.get_num_threads() > 1:
-                threads = _one_thread(torch)
+                    f"{pop.dtype} on {pop.device.type}"
+                    f"{' (one thread, for small calls)' if serial else ''} with "
+                    "torch.compile: expect 10-20 s with a cold compile cache, 2-5 s warm; "
+                    "once per process, later calls of any population size reuse it "
+                    "(compile=False never compiles)", CompileWarning, stacklevel=3)
+                if not serial:  # compile as for a large population (parallel loops)
+                    torch._dynamo.mark_dynamic(pop, axis, hint_override=max(
+                        int(pop.shape[axis]), 1 << 20))
         with torch.no_grad(), threads:  # one grad mode: Dynamo guards on it
             return fn(pop, P, tol, w)
 
-    def _compiled_fn(self):
-        if self._compiled is None:
+    def _compiled_fn(self, serial: bool = False):
+        hit = self._compiled.get(serial)
+        if hit is None:
             from ..engine._backend import compiled
 
             if self._eager is None:
@@ -313,12 +320,12 @@ class Fitness:
             # the rows view reads with a constant stride: inductor's tiling heuristic
             # would still count those reads as too costly to vectorize (scalar loop,
             # 3-6x slower on the experiment's examples); gathered vector loads win
-            options = {"cpp.enable_tiling_heuristics": False} if self.layout == "rows" \
-                else None
-            self._compiled = compiled(
+            options = {"cpp.enable_tiling_heuristics": False} if self._rows else None
+            hit = self._compiled[serial] = compiled(
                 self._eager, (self.problem.source, "public fitness", self.kind,
-                              self.layout, self.problem.n, bool(options)), options=options)
-        return self._compiled
+                              self.layout, self.problem.n, "serial" if serial else ""),
+                options=options)
+        return hit
 
     # -- the call ----------------------------------------------------------------------
     def __call__(self, population):
