@@ -110,7 +110,16 @@ def _adapter(problem, kind: str, layout: str, backend: str):
         def no_nan(r):
             return r.nan_to_num(nan=math.inf, posinf=math.inf)
 
-    if kind == "death":
+    if kind == "death" and backend == "torch":
+        def adapter(pop, P, tol, weight):
+            if P.dtype == xp.float64:
+                # inductor's float64 code converts every AND of two masks to int32 and
+                # back (2.6x slower on example 2): select on "total violation == 0"
+                # instead, the same feasibility in one mask
+                f, cv = fitness(view(pop), P, tol)
+                return xp.where(cv == 0, f, math.inf)
+            return death(view(pop), P, tol)
+    elif kind == "death":
         def adapter(pop, P, tol, weight):
             return death(view(pop), P, tol)
     elif kind == "penalty":
@@ -304,6 +313,8 @@ class Fitness:
                     "torch.compile: expect 10-20 s with a cold compile cache, 2-5 s warm; "
                     "once per process, later calls of any population size reuse it "
                     "(compile=False never compiles)", CompileWarning, stacklevel=3)
+                # the genes' axis static: constant strides, which inductor vectorizes
+                torch._dynamo.mark_static(pop, 1 - axis)
                 if not serial:  # compile as for a large population (parallel loops)
                     torch._dynamo.mark_dynamic(pop, axis, hint_override=max(
                         int(pop.shape[axis]), 1 << 20))
