@@ -37,6 +37,8 @@ import warnings
 import numpy as np
 
 from .._errors import DeviceError, OptionError, ProblemError
+from ..lowering import _rt_numpy
+from ..lowering._codegen import compile_source
 from ._adapters import constraint_plan, signed_constraints
 
 __all__ = ["Fitness", "KINDS", "LAYOUTS", "CompileWarning", "AUTO_COMPILE_WORK",
@@ -81,6 +83,35 @@ class CompileWarning(UserWarning):
     type): the call takes seconds, later calls reuse the kernel."""
 
 
+def _fresh_out(v, X, dtype):
+    """``out`` for the public NumPy fitness: the result array itself when it is a fresh
+    one of the right dtype and shape (the engine's ``out`` returns a read-only view),
+    else a fresh copy (never a view of the caller's population)."""
+    shape = X.shape[1:]
+    if type(v) is np.ndarray and v.base is None and v.dtype == dtype and v.shape == shape:
+        return v
+    return np.array(np.broadcast_to(np.asarray(v, dtype=dtype), shape))
+
+
+def _np_where(c, a, b, dtype=None):
+    r = np.where(c, a, b)
+    return r if dtype is None else r.astype(dtype, copy=False)
+
+
+#: The NumPy runtime of the public fitness: the engine's, with outputs the caller owns.
+_RUNTIME = {**{k: getattr(_rt_numpy, k) for k in dir(_rt_numpy) if not k.startswith("_")},
+            "out": _fresh_out, "where": _np_where}
+_NUMPY_NAMESPACES: dict = {}  # generated source -> namespace over _RUNTIME
+
+
+def _numpy_functions(problem) -> dict:
+    ns = _NUMPY_NAMESPACES.get(problem.source)
+    if ns is None:
+        ns = _NUMPY_NAMESPACES[problem.source] = compile_source(
+            problem.source, _RUNTIME, "numpy-fitness")
+    return ns
+
+
 def _adapter(problem, kind: str, layout: str, backend: str):
     """The function of ``(population, P, eq_tol, weight)`` for ``backend`` ("numpy" or
     "torch"): the layout view and the generated code in one body, with no array in its
@@ -90,7 +121,8 @@ def _adapter(problem, kind: str, layout: str, backend: str):
     hit = _ADAPTERS.get(key)
     if hit is not None:
         return hit
-    fns = problem.lowering.functions(backend)
+    fns = _numpy_functions(problem) if backend == "numpy" else \
+        problem.lowering.functions(backend)
     death, fitness, leaves = fns["death"], fns["fitness"], fns["leaves"]
     rows = layout == "rows"
     if backend == "numpy":
@@ -110,7 +142,10 @@ def _adapter(problem, kind: str, layout: str, backend: str):
         def no_nan(r):
             return r.nan_to_num(nan=math.inf, posinf=math.inf)
 
-    if kind == "death" and backend == "torch":
+    if kind == "death" and backend == "numpy" and rows:  # the common small call: lean
+        def adapter(pop, P, tol, weight):
+            return death(pop.T, P, tol)
+    elif kind == "death" and backend == "torch":
         def adapter(pop, P, tol, weight):
             if P.dtype == xp.float64:
                 # inductor's float64 code converts every AND of two masks to int32 and
@@ -156,15 +191,6 @@ def _working_dtype(dtype):
         return str(dtype).removeprefix("torch.")
     raise OptionError(f"dtype must be torch.float32, torch.float64 (or 'float32', "
                       f"'float64') or None, got {dtype!r}")
-
-
-def _owned(a: np.ndarray) -> np.ndarray:
-    """``a`` writable (the generated code may return a read-only view of its result)."""
-    try:
-        a.flags.writeable = True
-    except ValueError:  # a broadcast constant
-        a = a.copy()
-    return a
 
 
 @contextlib.contextmanager
@@ -221,6 +247,8 @@ class Fitness:
             raise OptionError(f"penalty must be a finite number >= 0, got {penalty!r}")
         self.problem = problem
         self._n, self._rows = problem.n, layout == "rows"
+        self._tol = problem.eq_tol
+        self._contiguous = self._rows and self._n <= CONTIGUOUS_MAX_GENES
         self.kind, self.layout = kind, layout
         self.compile = compile if isinstance(compile, str) else bool(compile)
         self.penalty = float(penalty)
@@ -255,22 +283,20 @@ class Fitness:
         if hit is None:
             name = self._dtype or (arr.dtype.name if arr.dtype.name in _NAMES else "float32")
             hit = self._np_inputs[arr.dtype.char] = self._pvec.astype(name).reshape(-1, 1)
-        if self._rows and arr.shape[0] >= CONTIGUOUS_MIN and self._n <= CONTIGUOUS_MAX_GENES:
+        if self._contiguous and arr.shape[0] >= CONTIGUOUS_MIN:
             # vectorized NumPy loops need contiguous columns: one copy, then every
             # operation runs at full speed (sin/cos of a strided column: 2x slower)
             arr = np.ascontiguousarray(arr.T).T
         if _ERRORS is None:  # pragma: no cover - NumPy 1.x
             with np.errstate(all="ignore"):
-                out = self._numpy(arr, hit, self.problem.eq_tol, self.penalty)
+                out = self._numpy(arr, hit, self._tol, self.penalty)
         else:
             token = _ERRORS.set(_IGNORE_ALL)
             try:
-                out = self._numpy(arr, hit, self.problem.eq_tol, self.penalty)
+                out = self._numpy(arr, hit, self._tol, self.penalty)
             finally:
                 _ERRORS.reset(token)
-        if type(out) is tuple:
-            return tuple(_owned(np.asarray(o)) for o in out)
-        return _owned(out)
+        return out
 
     def _constants(self, device, dtype):
         import torch
