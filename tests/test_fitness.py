@@ -22,6 +22,9 @@ torch = pytest.importorskip("torch")
 
 # torch.compile's first use imports torch internals that warn about their own deprecations
 quiet_torch = pytest.mark.filterwarnings("ignore::DeprecationWarning:torch")
+# a compiled fitness warns before its first compile (once per process and input type, so
+# whether a test sees it depends on what ran before; tests of the warning use a spy)
+quiet_compile = pytest.mark.filterwarnings("ignore::constropt.CompileWarning")
 
 x, y, z = sp.symbols("x y z")
 F2_STAR = 263.1739479256
@@ -168,7 +171,7 @@ def test_bad_arguments_name_the_culprit(blog2):
         blog2.fitness(dtype=torch.int32)
     with pytest.raises(OptionError, match="penalty"):
         blog2.fitness("penalty", penalty=-1.0)
-    with pytest.raises(OptionError, match="compile"):
+    with pytest.raises(OptionError, match="compile must be 'auto', True or False"):
         blog2.fitness(compile="yes")
     fit = blog2.fitness(compile=False)
     with pytest.raises(ProblemError, match=r"shape \(S, 3\)"):
@@ -184,10 +187,12 @@ def test_bad_arguments_name_the_culprit(blog2):
 
 @pytest.mark.compile
 @quiet_torch
+@quiet_compile
 def test_compiled_fitness_compiles_once_for_every_population_size(blog2):
     from torch._dynamo.utils import counters
 
-    fit = blog2.fitness("death", layout="rows", dtype=torch.float64)
+    # compile=True: the default "auto" would run these sizes as NumPy
+    fit = blog2.fitness("death", layout="rows", dtype=torch.float64, compile=True)
     eager = blog2.fitness("death", layout="rows", dtype=torch.float64, compile=False)
     pops = [torch.as_tensor(population(S, seed=S)) for S in (3000, 1200, 5001)]
     out = fit(pops[0])  # compiles (or finds the process-wide cache warm)
@@ -221,3 +226,121 @@ def test_evaluate_fast_path_matches_eager(blog3):
     with torch.compiler.set_stance("fail_on_recompile"):
         again = blog3.evaluate(pop[:2500], compile=True)
     np.testing.assert_array_equal(again.feasible.numpy(), slow.feasible[:2500].numpy())
+
+
+# -- compile="auto": what runs where ----------------------------------------------------
+@pytest.fixture
+def spy(monkeypatch):
+    """``_backend.compiled`` replaced by the eager function, recording every call's
+    population shape, thread count and inductor options (no torch.compile run)."""
+    from constropt.engine import _backend
+    from constropt.problem import _fitness
+
+    calls = []
+
+    def fake_compiled(fn, key, options=None):
+        def run(pop, *args):
+            calls.append((tuple(pop.shape), torch.get_num_threads(), options))
+            return fn(pop, *args)
+        return run
+
+    monkeypatch.setattr(_backend, "compiled", fake_compiled)
+    monkeypatch.setattr(_fitness, "_COMPILED_INPUTS", set())
+    return calls
+
+
+def test_auto_is_the_default_numpy_below_the_threshold_compiled_above(blog2, spy):
+    from constropt.problem._fitness import AUTO_COMPILE_WORK
+
+    fit = blog2.fitness()
+    assert fit.compile == "auto"
+    small = population(5000)  # 5,507 x 3 numbers
+    got = fit(small)
+    assert isinstance(got, np.ndarray) and got.dtype == np.float64
+    _same(got, blog_numpy(2, small))
+    got_t = fit(torch.as_tensor(small))
+    assert isinstance(got_t, torch.Tensor) and got_t.dtype == torch.float64
+    _same(got_t.numpy(), blog_numpy(2, small))
+    assert spy == [], "a small call went to the compiled kernel"
+    big = np.random.default_rng(4).uniform(-25, 25, (AUTO_COMPILE_WORK // 3, 3))
+    with pytest.warns(constropt.CompileWarning, match=r"10-20 s with a cold compile cache"):
+        got = fit(big)
+    assert isinstance(got, np.ndarray) and len(spy) == 1
+    _same(got, blog_numpy(2, big))
+    fit(big)  # no second warning (warnings are errors here)
+    assert len(spy) == 2
+    # rows are compiled with inductor's tiling heuristic off (vectorized gathers)
+    assert spy[0][2] == {"cpp.enable_tiling_heuristics": False}
+
+
+def test_small_compiled_calls_run_on_one_thread(blog3, spy):
+    """compile=True at 100 points: a variant compiled for one thread (Dynamo guards on
+    the thread count, so a thread change around the parallel kernel would recompile)."""
+    saved = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        fit = blog3.fitness(compile=True)
+        pop = torch.as_tensor(population(100, seed=9)[:100])
+        with pytest.warns(constropt.CompileWarning, match="one thread"):
+            fit(pop)
+        fit(pop)
+        big = torch.as_tensor(np.random.default_rng(5).uniform(-25, 25, (200_000, 3)))
+        with pytest.warns(constropt.CompileWarning):
+            fit(big)  # the parallel kernel, compiled with every thread
+        fit(big)
+        assert [t for _, t, _ in spy] == [1, 1, 2, 2]
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(saved)
+
+
+def test_small_numpy_calls_never_import_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np, sympy as sp, constropt\n"
+            "x, y = sp.symbols('x y')\n"
+            "p = constropt.Problem(x**2 + y, [x + y <= 1], bounds={x: (-1, 1), y: (-1, 1)})\n"
+            "v = p.fitness()(np.full((100, 2), 0.25))\n"
+            "assert 'torch' not in sys.modules, 'torch was imported'\n"
+            "assert v.shape == (100,) and v[0] == 0.3125, v[0]\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+
+
+@pytest.mark.parametrize("rows, exact_float", [(1000, True), (65_793, True),
+                                               (65_794, False), (70_000, False)])
+def test_8bit_sums_accumulate_in_float32_only_where_exact(rows, exact_float):
+    """65,793 genes of 255 sum to 16,777,215 < 2**24: float32 holds every partial sum;
+    from 65,794 on an integer accumulator keeps the sum exact (then rounded once)."""
+    from constropt.lowering import _rt_numpy, _rt_torch
+
+    assert _rt_torch._exact_in(torch.float32, rows) is exact_float
+    block = np.full((rows, 3), 255, dtype=np.uint8)
+    block[:, 1] = 254
+    block[::7, 2] = 1  # an odd total beyond 2**24
+    want = block.sum(axis=0, dtype=np.int64).astype(np.float32)
+    got_t = _rt_torch.bsum(torch.from_numpy(block), torch.float32)
+    got_n = _rt_numpy.bsum(block, np.dtype(np.float32))
+    np.testing.assert_array_equal(got_t.numpy(), want)
+    np.testing.assert_array_equal(got_n, want)
+
+
+@pytest.mark.compile
+@quiet_torch
+@quiet_compile
+def test_a_tensor_subclass_compiles_as_a_plain_tensor(blog3):
+    """EvoTorch's ReadOnlyTensor: torch.compile of the subclass failed in Dynamo
+    ("source must be None for ValueMutationNew/AttributeMutationNew")."""
+    tools = pytest.importorskip("evotorch.tools")
+    pop = torch.as_tensor(population(3000, seed=7), dtype=torch.float32)
+    ro = tools.as_read_only_tensor(pop)
+    assert type(ro) is not torch.Tensor
+    got = blog3.fitness(compile=True)(ro)
+    assert type(got) is torch.Tensor and got.shape == (pop.shape[0],)
+    want = blog3.fitness(compile=False)(pop.numpy())  # the same float32 arithmetic
+    flips = np.isfinite(got.numpy()) != np.isfinite(want)
+    assert flips.sum() <= 2  # vectorized cos may round differently at a boundary
+    fin = np.isfinite(want) & np.isfinite(got.numpy())
+    np.testing.assert_allclose(got.numpy()[fin], want[fin], rtol=1e-5, atol=1e-5)

@@ -27,7 +27,7 @@ from ._errors import (
 from .engine._memory import MemoryWarning
 from .parallel._islands import DistributedError, solve_islands
 from .problem._fbbt import InfeasibilityProof
-from .problem._fitness import Fitness
+from .problem._fitness import CompileWarning, Fitness
 from .problem._problem import DEFAULT_BOUND, BoundsWarning, Evaluation, Problem
 from .solver._batch import BatchResult, solve_batch
 from .solver._certify import Certificate
@@ -56,7 +56,7 @@ __all__ = [
     # errors and warnings
     "ConstroptError", "ProblemError", "UnsupportedExpressionError", "OptionError",
     "DeviceError", "ParseError", "CheckpointError", "SolveFailedError", "DistributedError",
-    "BoundsWarning", "MemoryWarning",
+    "BoundsWarning", "MemoryWarning", "CompileWarning",
     # sub-packages
     "benchmarks", "files", "__version__",
 ]

@@ -149,8 +149,9 @@ def resolve_dtype(dtype, device, work: int):
     return dtype
 
 
-def compiled(fn, key):
-    """``torch.compile(fn, dynamic=True)``, cached by ``key`` for the whole process.
+def compiled(fn, key, options=None):
+    """``torch.compile(fn, dynamic=True, options=options)``, cached by ``key`` for the
+    whole process (``options``: inductor settings for this function only).
 
     Each key compiles its own copy of ``fn``'s code object.  Dynamo keeps its cache on
     the code object and allows a few entries per code object
@@ -163,7 +164,8 @@ def compiled(fn, key):
 
     hit = _COMPILED.get(key)
     if hit is None:
-        hit = _COMPILED[key] = torch.compile(_own_code(fn, len(_COMPILED)), dynamic=True)
+        hit = _COMPILED[key] = torch.compile(_own_code(fn, len(_COMPILED)), dynamic=True,
+                                             options=options)
     return hit
 
 

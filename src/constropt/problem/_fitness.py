@@ -1,141 +1,302 @@
-"""The public compiled fitness function: ``Problem.fitness(...)`` for your own GA loop.
+"""The public fitness function: ``Problem.fitness(...)`` for your own GA loop.
 
-A :class:`Fitness` wraps one of the generated torch functions of the lowering
-(``death`` or ``fitness``, see :mod:`constropt.lowering._lower`) in a thin adapter that
-accepts the population in either layout and compiles it once with
-``torch.compile(dynamic=True)`` through the process-wide cache of
-:func:`constropt.engine._backend.compiled`.  The generated code is branch-free (every
-condition is a mask, every choice a ``where``), so inductor fuses the whole fitness into
-one loop over the population.
+A :class:`Fitness` wraps the generated functions of the lowering (``death``, ``fitness``
+or ``leaves``, see :mod:`constropt.lowering._lower`) in a thin adapter that accepts the
+population in either layout, and picks per call how to run it (``compile="auto"``):
 
-Layouts and speed.  The generated code reads the population variable by variable
-(``X[0]``, ``X[1]``, ...).  Over the variable-major layout ``(n, S)`` (``"columns"``)
-each of those reads is contiguous and inductor emits vectorized (SIMD) code; over the
-row-major layout ``(S, n)`` (``"rows"``, how most GA code holds a population) the same
-reads are strided column reads, for which inductor's CPU code generation falls back to a
-scalar loop (on the blog's example 2, 0.52 ms against 0.17 ms at 900,000 float32
-points).  ``"rows"`` costs no copy (the adapter reads a transposed view); when you
-control the layout of your population, keep it as ``(n, S)``.  For a sum over many
-genes (the blog's example 1, 1,000 int8 genes) the row-major layout is the faster one:
-the reduction runs along contiguous memory.
+- the generated **NumPy** code for CPU populations below :data:`AUTO_COMPILE_WORK`
+  numbers (individuals x genes): no torch import for NumPy input, no compile, and per
+  call about what hand-written vectorized NumPy costs;
+- from there on, the generated **torch** code compiled once with
+  ``torch.compile(dynamic=True)`` through the process-wide cache of
+  :func:`constropt.engine._backend.compiled` (a :class:`CompileWarning` says so, with the
+  expected cost, before the first compile); compiled CPU calls below
+  :data:`ONE_THREAD_WORK` numbers (``compile=True``) run a variant compiled for one
+  thread, where waking the OpenMP team costs more than it saves (and far more when a
+  core is busy elsewhere).
+
+The generated code is branch-free (every condition a mask, every choice a ``where``),
+so inductor fuses the whole fitness into one loop over the population.
+
+Layouts and speed.  The generated code reads the population variable by variable.  Over
+``(n, S)`` (``"columns"``) those reads are contiguous.  Over ``(S, n)`` (``"rows"``) they
+are strided; the adapter reads the rows through ``reshape(-1, n)`` (a static stride
+``n``, where ``dynamic=True`` would otherwise make the stride symbolic) and compiles
+with inductor's tiling heuristic off, so the loop is vectorized with gathered loads
+instead of falling back to scalar code.  Tensor subclasses (EvoTorch's
+``ReadOnlyTensor``) are read as plain tensors.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+import sys
+import warnings
 
 import numpy as np
 
 from .._errors import DeviceError, OptionError, ProblemError
+from ..lowering import _rt_numpy
+from ..lowering._codegen import compile_source
+from ._adapters import constraint_plan, signed_constraints
 
-__all__ = ["Fitness", "KINDS", "LAYOUTS"]
+__all__ = ["Fitness", "KINDS", "LAYOUTS", "CompileWarning", "AUTO_COMPILE_WORK",
+           "ONE_THREAD_WORK"]
 
 #: The fitness a :class:`Fitness` returns, see :meth:`constropt.Problem.fitness`.
-KINDS = ("death", "penalty", "split")
+KINDS = ("death", "penalty", "split", "constraints")
 
 #: Population layouts: ``"rows"`` is ``(S, n)``, ``"columns"`` is ``(n, S)``.
 LAYOUTS = ("rows", "columns")
 
-_ADAPTERS: dict = {}  # (source, kind, layout) -> adapter; compiled ones are in _backend
+#: ``compile="auto"`` runs the compiled torch kernel from this many numbers per call
+#: (individuals x genes; 100,000 individuals of 3 genes) and the generated NumPy code
+#: below (CPU; eager torch on other devices).  At this size a compiled call saves about
+#: 4 ms against NumPy (benchmarks/fitness.py), so a cold compile (10-20 s) pays after
+#: a few thousand calls and a warm one (2-5 s) after a few hundred; smaller calls save
+#: too little to pay for it.
+AUTO_COMPILE_WORK = 300_000
+
+#: Compiled CPU calls below this many numbers run with one torch thread.
+ONE_THREAD_WORK = 300_000
+
+#: The NumPy path copies a row-major population of at least this many individuals (and
+#: at most ``CONTIGUOUS_MAX_GENES`` genes) to contiguous columns first.
+CONTIGUOUS_MIN = 1000
+CONTIGUOUS_MAX_GENES = 32
+
+try:  # NumPy >= 2: set errstate's context variable directly (np.errstate costs ~2 us,
+    # a sixth of a 100-point call)
+    from numpy._core import _ufunc_config as _ufunc
+
+    _ERRORS, _IGNORE_ALL = _ufunc._extobj_contextvar, _ufunc._make_extobj(all="ignore")
+except (ImportError, AttributeError):  # pragma: no cover - NumPy 1.x
+    _ERRORS = _IGNORE_ALL = None
+
+_ADAPTERS: dict = {}  # (source, kind, layout, n, backend) -> adapter
+_COMPILED_INPUTS: set = set()  # what has been compiled (or warned about) in this process
 
 
-def _adapter(source: str, fns: dict, kind: str, layout: str):
-    """The function of ``(population, P, eq_tol, weight)`` that compiles: the layout
-    view and the generated kernel in one traced body, with no tensor in its closure
-    (so one compiled adapter serves every problem with this generated source)."""
-    key = (source, kind, layout)
+class CompileWarning(UserWarning):
+    """A fitness function is about to run ``torch.compile`` (once per process and input
+    type): the call takes seconds, later calls reuse the kernel."""
+
+
+def _fresh_out(v, X, dtype):
+    """``out`` for the public NumPy fitness: the result array itself when it is a fresh
+    one of the right dtype and shape (the engine's ``out`` returns a read-only view),
+    else a fresh copy (never a view of the caller's population)."""
+    shape = X.shape[1:]
+    if type(v) is np.ndarray and v.base is None and v.dtype == dtype and v.shape == shape:
+        return v
+    return np.array(np.broadcast_to(np.asarray(v, dtype=dtype), shape))
+
+
+def _np_where(c, a, b, dtype=None):
+    r = np.where(c, a, b)
+    return r if dtype is None else r.astype(dtype, copy=False)
+
+
+#: The NumPy runtime of the public fitness: the engine's, with outputs the caller owns.
+_RUNTIME = {**{k: getattr(_rt_numpy, k) for k in dir(_rt_numpy) if not k.startswith("_")},
+            "out": _fresh_out, "where": _np_where}
+_NUMPY_NAMESPACES: dict = {}  # generated source -> namespace over _RUNTIME
+
+
+def _numpy_functions(problem) -> dict:
+    ns = _NUMPY_NAMESPACES.get(problem.source)
+    if ns is None:
+        ns = _NUMPY_NAMESPACES[problem.source] = compile_source(
+            problem.source, _RUNTIME, "numpy-fitness")
+    return ns
+
+
+def _adapter(problem, kind: str, layout: str, backend: str):
+    """The function of ``(population, P, eq_tol, weight)`` for ``backend`` ("numpy" or
+    "torch"): the layout view and the generated code in one body, with no array in its
+    closure (so one compiled adapter serves every problem with this generated source)."""
+    n, plan = problem.n, constraint_plan(problem) if kind == "constraints" else None
+    key = (problem.source, kind, layout, n, backend, plan)
     hit = _ADAPTERS.get(key)
     if hit is not None:
         return hit
-    death, fitness = fns["death"], fns["fitness"]
+    fns = _numpy_functions(problem) if backend == "numpy" else \
+        problem.lowering.functions(backend)
+    death, fitness, leaves = fns["death"], fns["fitness"], fns["leaves"]
     rows = layout == "rows"
+    if backend == "numpy":
+        xp, inf = np, math.inf
 
-    if kind == "death":
+        def view(pop):
+            return pop.T if rows else pop
+
+        def no_nan(r):
+            return np.fmin(r, inf)  # NaN -> inf in one pass
+    else:
+        import torch as xp
+
+        def view(pop):  # a static stride n: inductor vectorizes the strided reads
+            return pop.reshape(-1, n).T if rows else pop.reshape(n, -1)
+
+        def no_nan(r):
+            return r.nan_to_num(nan=math.inf, posinf=math.inf)
+
+    if kind == "death" and backend == "numpy" and rows:  # the common small call: lean
         def adapter(pop, P, tol, weight):
-            return death(pop.T if rows else pop, P, tol)
+            return death(pop.T, P, tol)
+    elif kind == "death" and backend == "torch":
+        def adapter(pop, P, tol, weight):
+            if P.dtype == xp.float64:
+                # inductor's float64 code converts every AND of two masks to int32 and
+                # back (2.6x slower on example 2): select on "total violation == 0"
+                # instead, the same feasibility in one mask
+                f, cv = fitness(view(pop), P, tol)
+                return xp.where(cv == 0, f, math.inf)
+            return death(view(pop), P, tol)
+    elif kind == "death":
+        def adapter(pop, P, tol, weight):
+            return death(view(pop), P, tol)
     elif kind == "penalty":
         def adapter(pop, P, tol, weight):
-            f, cv = fitness(pop.T if rows else pop, P, tol)
-            r = f + weight * cv
-            return r.nan_to_num(nan=math.inf, posinf=math.inf)  # inf - inf: still inf
+            f, cv = fitness(view(pop), P, tol)
+            return no_nan(f + weight * cv)  # inf - inf: still inf
+    elif kind == "split":
+        def adapter(pop, P, tol, weight):
+            return fitness(view(pop), P, tol)
     else:
         def adapter(pop, P, tol, weight):
-            return fitness(pop.T if rows else pop, P, tol)
+            _, C = leaves(view(pop), P)
+            return signed_constraints(C, plan, tol, xp, axis=-1 if rows else 0)
 
     adapter.__name__ = adapter.__qualname__ = f"{kind}_{layout}"
     _ADAPTERS[key] = adapter
     return adapter
 
 
-def _working_dtype(dtype):
-    import torch
+_NAMES = ("float32", "float64")
+_NUMPY_GENES = frozenset(np.typecodes["AllInteger"] + "fd?")  # float16, complex: refused
 
+
+def _working_dtype(dtype):
+    """The working dtype's name ("float32", "float64") or None; no torch import."""
     if dtype is None:
         return None
-    names = {"float32": torch.float32, "float64": torch.float64}
-    if isinstance(dtype, str) and dtype in names:
-        return names[dtype]
-    if dtype in (np.float32, np.float64):
-        return names[np.dtype(dtype).name]
-    if dtype in (torch.float32, torch.float64):
+    if isinstance(dtype, str) and dtype in _NAMES:
         return dtype
+    if dtype in (np.float32, np.float64):
+        return np.dtype(dtype).name
+    torch = sys.modules.get("torch")
+    if torch is not None and dtype in (torch.float32, torch.float64):
+        return str(dtype).removeprefix("torch.")
     raise OptionError(f"dtype must be torch.float32, torch.float64 (or 'float32', "
                       f"'float64') or None, got {dtype!r}")
 
 
+@contextlib.contextmanager
+def _one_thread(torch):
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(saved)
+
+
 class Fitness:
-    """A compiled, branch-free fitness function of a :class:`~constropt.Problem`.
+    """A branch-free fitness function of a :class:`~constropt.Problem`, for a whole
+    population per call.
 
-    Built by :meth:`constropt.Problem.fitness`; call it on a whole population.
+    Built by :meth:`constropt.Problem.fitness`.
 
-    Sign convention: every kind returns values in **minimization sense**, lower is
-    better: the objective ``f`` for a minimize problem, ``-f`` for a maximize problem
-    (the original experiment's ``where(all constraints, -f, inf)`` for its maximized
-    example 2).  NaN never wins: an undefined objective is ``+inf``.
+    Sign convention: ``"death"``, ``"penalty"`` and ``"split"`` return values in
+    **minimization sense**, lower is better: the objective ``f`` for a minimize problem,
+    ``-f`` for a maximize problem (the original experiment's ``where(all constraints,
+    -f, inf)`` for its maximized example 2).  NaN never wins: an undefined objective is
+    ``+inf``.  ``"constraints"`` returns one signed value per constraint, ``<= 0`` where
+    it holds (see :mod:`constropt.problem._adapters`).
 
     Attributes
     ----------
     problem : Problem
-    kind : {"death", "penalty", "split"}
+    kind : {"death", "penalty", "split", "constraints"}
     layout : {"rows", "columns"}
     device : torch.device or None
         The device populations must be on (None: the population's own).
     dtype : torch.dtype or None
         The working (accumulation) dtype (None: the population's floating dtype,
         float32 for integer genes).
-    compile : bool
+    compile : {"auto", True, False}
     penalty : float
         The weight of the total violation for ``kind="penalty"``.
     """
 
     def __init__(self, problem, kind="death", *, layout="rows", device=None, dtype=None,
-                 compile=True, penalty=1e6, parameters=None):
+                 compile="auto", penalty=1e6, parameters=None):
         if kind not in KINDS:
             raise OptionError(f"unknown fitness kind {kind!r}; use one of "
                               f"{', '.join(map(repr, KINDS))}")
         if layout not in LAYOUTS:
             raise OptionError(f"unknown layout {layout!r}; use 'rows' for a population of "
                               "shape (S, n) or 'columns' for (n, S)")
-        if not isinstance(compile, (bool, np.bool_)):
-            raise OptionError(f"compile must be True or False, got {compile!r}")
+        if not (isinstance(compile, (bool, np.bool_)) or
+                (isinstance(compile, str) and compile == "auto")):
+            raise OptionError(f"compile must be 'auto', True or False, got {compile!r}")
         if isinstance(penalty, bool) or not isinstance(penalty, (int, float)) or \
                 not (math.isfinite(penalty) and penalty >= 0):
             raise OptionError(f"penalty must be a finite number >= 0, got {penalty!r}")
-        from ..engine._backend import resolve_device
-
         self.problem = problem
-        self.kind, self.layout, self.compile = kind, layout, bool(compile)
+        self._n, self._rows = problem.n, layout == "rows"
+        self._tol = problem.eq_tol
+        self._contiguous = self._rows and self._n <= CONTIGUOUS_MAX_GENES
+        self.kind, self.layout = kind, layout
+        self.compile = compile if isinstance(compile, str) else bool(compile)
         self.penalty = float(penalty)
-        self.device = None if device is None else resolve_device(device)
-        self.dtype = _working_dtype(dtype)
-        self._pvec = problem.parameter_vector(parameters)
-        fns = problem.lowering.functions("torch")
-        self._fn = self._eager = _adapter(problem.source, fns, kind, layout)
-        if self.compile:
-            from ..engine._backend import compiled
+        self._device = None
+        if device is not None:
+            from ..engine._backend import resolve_device
 
-            self._fn = compiled(self._fn, (problem.source, "public fitness", kind, layout))
+            self._device = resolve_device(device)
+        self._dtype = _working_dtype(dtype)
+        self._pvec = problem.parameter_vector(parameters)
+        self._numpy = _adapter(problem, kind, layout, "numpy")
+        self._eager = None  # the torch adapter, built on first use
+        self._compiled: dict = {}  # serial? -> its compiled adapter
         self._inputs: dict = {}  # (device, dtype) -> (P, eq_tol, weight) tensors
+        self._np_inputs: dict = {}  # dtype name -> P array
+
+    @property
+    def device(self):
+        return self._device
+
+    @property
+    def dtype(self):
+        if self._dtype is None:
+            return None
+        import torch
+
+        return getattr(torch, self._dtype)
+
+    # -- the three ways to run ---------------------------------------------------------
+    def _run_numpy(self, arr: np.ndarray):
+        hit = self._np_inputs.get(arr.dtype.char)
+        if hit is None:
+            name = self._dtype or (arr.dtype.name if arr.dtype.name in _NAMES else "float32")
+            hit = self._np_inputs[arr.dtype.char] = self._pvec.astype(name).reshape(-1, 1)
+        if self._contiguous and arr.shape[0] >= CONTIGUOUS_MIN:
+            # vectorized NumPy loops need contiguous columns: one copy, then every
+            # operation runs at full speed (sin/cos of a strided column: 2x slower)
+            arr = np.ascontiguousarray(arr.T).T
+        if _ERRORS is None:  # pragma: no cover - NumPy 1.x
+            with np.errstate(all="ignore"):
+                out = self._numpy(arr, hit, self._tol, self.penalty)
+        else:
+            token = _ERRORS.set(_IGNORE_ALL)
+            try:
+                out = self._numpy(arr, hit, self._tol, self.penalty)
+            finally:
+                _ERRORS.reset(token)
+        return out
 
     def _constants(self, device, dtype):
         import torch
@@ -149,61 +310,136 @@ class Fitness:
             hit = self._inputs[key] = (P, tol, w)
         return hit
 
+    def _run_torch(self, pop, compiled: bool, work: int):
+        import torch
+
+        dtype = getattr(torch, self._dtype) if self._dtype else (
+            pop.dtype if pop.dtype in (torch.float32, torch.float64) else torch.float32)
+        P, tol, w = self._constants(pop.device, dtype)
+        if self._eager is None:
+            self._eager = _adapter(self.problem, self.kind, self.layout, "torch")
+        fn, threads = self._eager, contextlib.nullcontext()
+        pop = pop.detach()  # no requires_grad guard: one compile for every caller
+        if compiled:
+            # small CPU calls: a kernel compiled for (and run on) one thread; Dynamo
+            # guards on the thread count, so each variant keeps its own compiled code
+            serial = work < ONE_THREAD_WORK and pop.device.type == "cpu" and \
+                torch.get_num_threads() > 1
+            fn = self._compiled_fn(serial)
+            if serial:
+                threads = _one_thread(torch)
+            axis = 0 if self.layout == "rows" else 1
+            seen = (id(fn), pop.device.type, pop.dtype, dtype)
+            if seen not in _COMPILED_INPUTS:
+                _COMPILED_INPUTS.add(seen)
+                warnings.warn(
+                    f"compiling the {self.kind!r} fitness for {self.problem.n} genes of "
+                    f"{pop.dtype} on {pop.device.type}"
+                    f"{' (one thread, for small calls)' if serial else ''} with "
+                    "torch.compile: expect 10-20 s with a cold compile cache, 2-5 s warm; "
+                    "once per process, later calls of any population size reuse it "
+                    "(compile=False never compiles)", CompileWarning, stacklevel=3)
+                # the genes' axis static: constant strides, which inductor vectorizes
+                torch._dynamo.mark_static(pop, 1 - axis)
+                if not serial:  # compile as for a large population (parallel loops)
+                    torch._dynamo.mark_dynamic(pop, axis, hint_override=max(
+                        int(pop.shape[axis]), 1 << 20))
+        with torch.no_grad(), threads:  # one grad mode: Dynamo guards on it
+            return fn(pop, P, tol, w)
+
+    def _compiled_fn(self, serial: bool = False):
+        hit = self._compiled.get(serial)
+        if hit is None:
+            from ..engine._backend import compiled
+
+            if self._eager is None:
+                self._eager = _adapter(self.problem, self.kind, self.layout, "torch")
+            # the rows view reads with a constant stride: inductor's tiling heuristic
+            # would still count those reads as too costly to vectorize (scalar loop,
+            # 3-6x slower on the experiment's examples); gathered vector loads win
+            options = {"cpp.enable_tiling_heuristics": False} if self._rows else None
+            hit = self._compiled[serial] = compiled(
+                self._eager, (self.problem.source, "public fitness", self.kind,
+                              self.layout, self.problem.n, "serial" if serial else ""),
+                options=options)
+        return hit
+
+    # -- the call ----------------------------------------------------------------------
     def __call__(self, population):
         """Fitness of every individual.
 
         Parameters
         ----------
-        population : Tensor or ndarray, shape (S, n) for ``layout="rows"``, (n, S) for ``"columns"``
+        population : ndarray or Tensor, shape (S, n) for ``layout="rows"``, (n, S) for ``"columns"``
             Genes in ``problem.variables`` order (vector variables flattened, as in
             ``Result.x_array``): float32/float64, or integer genes (int8, int16, int32,
-            int64, uint8, bool).  A NumPy array is used without a copy (CPU).
+            int64, uint8, bool).  A NumPy array is read in place (CPU).  A tensor subclass
+            is read as a plain tensor.
 
         Returns
         -------
-        Tensor or ndarray
-            ``kind="death"`` and ``"penalty"``: shape (S,) in the working dtype;
-            ``"split"``: ``(objective, violation)``, each (S,).  A NumPy input gives NumPy
-            output.
+        ndarray or Tensor (the kind of the input)
+            ``"death"`` and ``"penalty"``: shape (S,) in the working dtype; ``"split"``:
+            ``(objective, violation)``, each (S,); ``"constraints"``: (S, m) for rows,
+            (m, S) for columns, one signed value per constraint.
         """
-        import torch
-
-        as_numpy = isinstance(population, np.ndarray)
-        if as_numpy:
-            if population.dtype == np.float16 or population.dtype.kind not in "fiub":
+        torch = None
+        if isinstance(population, np.ndarray):
+            if population.dtype.char not in _NUMPY_GENES:
                 raise ProblemError(f"population has dtype {population.dtype}; use a float "
                                    "or integer array")
-            population = torch.from_numpy(population)
-        elif not isinstance(population, torch.Tensor):
-            raise ProblemError(f"population must be a torch.Tensor or numpy.ndarray, got "
-                               f"{type(population).__name__}")
-        n = self.problem.n
-        axis = 1 if self.layout == "rows" else 0
-        if population.dim() != 2 or population.shape[axis] != n:
+        else:
+            torch = sys.modules.get("torch")
+            if torch is None or not isinstance(population, torch.Tensor):
+                raise ProblemError(f"population must be a torch.Tensor or numpy.ndarray, "
+                                   f"got {type(population).__name__}")
+            if type(population) is not torch.Tensor:  # EvoTorch's ReadOnlyTensor & co
+                population = population.as_subclass(torch.Tensor)
+            if population.is_complex():
+                raise ProblemError(f"population has complex dtype {population.dtype}")
+        n = self._n
+        axis = 1 if self._rows else 0
+        if population.ndim != 2 or population.shape[axis] != n:
             want = f"(S, {n})" if self.layout == "rows" else f"({n}, S)"
             raise ProblemError(f"population must have shape {want} for layout="
                                f"{self.layout!r} ({n} genes), got {tuple(population.shape)}")
-        if population.is_complex():
-            raise ProblemError(f"population has complex dtype {population.dtype}")
-        if self.device is not None and population.device != self.device and not (
-                self.device.index is None and population.device.type == self.device.type):
-            raise DeviceError(f"population is on {population.device}, but this fitness "
-                              f"function was built for device {self.device}; move it with "
-                              f".to({str(self.device)!r}) or build one with device=None")
-        dtype = self.dtype
-        if dtype is None:
-            dtype = population.dtype if population.dtype in (torch.float32, torch.float64) \
-                else torch.float32
-        P, tol, w = self._constants(population.device, dtype)
-        # dynamic shapes start at 2 (sizes 0 and 1 would specialize and recompile)
-        fn = self._fn if population.shape[1 - axis] >= 2 else self._eager
-        with torch.no_grad():  # one grad mode: Dynamo guards on it (no second compile)
-            out = fn(population, P, tol, w)
-        if as_numpy:
+        S = int(population.shape[1 - axis])
+        work = S * n
+        small = S < 2 or self.compile is False or (
+            self.compile == "auto" and work < AUTO_COMPILE_WORK)
+        if torch is None:  # NumPy in, NumPy out
+            if self._device is not None:
+                self._check_device("cpu")
+            if small:
+                return self._run_numpy(population)
+            import torch
+            with warnings.catch_warnings():  # a read-only array is only read
+                warnings.filterwarnings("ignore", "The given NumPy array is not writable")
+                pop = torch.from_numpy(population)
+            out = self._run_torch(pop, True, work)
             return tuple(o.numpy() for o in out) if isinstance(out, tuple) else out.numpy()
-        return out
+        self._check_device(population.device)
+        if small and population.device.type == "cpu" and population.dtype in (
+                torch.float32, torch.float64, torch.int8, torch.int16, torch.int32,
+                torch.int64, torch.uint8, torch.bool):
+            out = self._run_numpy(population.detach().numpy())
+            if isinstance(out, tuple):
+                return tuple(torch.from_numpy(o) for o in out)
+            return torch.from_numpy(out)
+        return self._run_torch(population, not small, work)
+
+    def _check_device(self, device) -> None:
+        want = self._device
+        if want is None:
+            return
+        typ = device if isinstance(device, str) else device.type
+        index = None if isinstance(device, str) else device.index
+        if typ != want.type or (want.index is not None and index != want.index):
+            raise DeviceError(f"population is on {device}, but this fitness function was "
+                              f"built for device {want}; move it with .to({str(want)!r}) "
+                              "or build one with device=None")
 
     def __repr__(self) -> str:
         return (f"Fitness(kind={self.kind!r}, layout={self.layout!r}, device="
-                f"{None if self.device is None else str(self.device)!r}, dtype={self.dtype}, "
-                f"compile={self.compile}, n={self.problem.n})")
+                f"{None if self._device is None else str(self._device)!r}, dtype="
+                f"{self._dtype}, compile={self.compile!r}, n={self.problem.n})")

@@ -275,26 +275,31 @@ class Problem:
         return evaluate_points(self, points, parameters, compile)
 
     def fitness(self, kind: str = "death", *, layout: str = "rows", device: Any = None,
-                dtype: Any = None, compile: bool | str = True, penalty: float = 1e6,
+                dtype: Any = None, compile: bool | str = "auto", penalty: float = 1e6,
                 parameters: Mapping[sp.Symbol, float] | None = None) -> Fitness:
-        """A compiled, branch-free fitness function for your own GA loop.
+        """A branch-free fitness function for your own GA loop, fast at every size.
 
         Parameters
         ----------
-        kind : {"death", "penalty", "split"}
+        kind : {"death", "penalty", "split", "constraints"}
             ``"death"``: the minimization-sense objective (``-f`` when maximizing) where
             every constraint holds, ``+inf`` elsewhere; ``"penalty"``: that objective
             plus ``penalty`` times the total violation; ``"split"``: the pair
-            ``(objective, total violation)`` for feasibility-rule ranking.
+            ``(objective, total violation)`` for feasibility-rule ranking;
+            ``"constraints"``: one signed value per constraint, ``<= 0`` where it holds
+            (shape (S, m) for rows).
         layout : {"rows", "columns"}
-            Population of shape (S, n) or (n, S); ``"columns"`` is the fastest for
-            problems over a few variables (vectorized reads), see the docs.
+            Population of shape (S, n) or (n, S).
         device, dtype
             The device populations live on and the working (accumulation) dtype,
             float32 or float64 (default: the population's own; float32 for integer
             genes, exact for integer sums below 2**24).
-        compile : bool
-            ``torch.compile`` once, dynamic in the population size (no recompiles).
+        compile : {"auto", True, False}
+            ``"auto"``: the generated NumPy code for CPU calls below 300,000 numbers
+            (individuals x genes), the compiled torch kernel from there on (compiled once,
+            dynamic in the population size; a :class:`~constropt.problem._fitness.CompileWarning`
+            first); ``True``: always compiled; ``False``: never (NumPy on the CPU, eager
+            torch elsewhere).
         penalty : float
             Weight of the total violation for ``kind="penalty"``.
         parameters : dict, optional
@@ -303,11 +308,33 @@ class Problem:
         Returns
         -------
         Fitness
-            ``fit(population)`` -> (S,) (``"split"``: two (S,) tensors); see
-            :class:`constropt.Fitness`.
+            ``fit(population)`` -> (S,) (``"split"``: two (S,) arrays), NumPy for NumPy
+            input, torch for torch input; see :class:`constropt.Fitness`.
         """
         return Fitness(self, kind, layout=layout, device=device, dtype=dtype,
                        compile=compile, penalty=penalty, parameters=parameters)
+
+    def to_pymoo(self, parameters=None):
+        """This problem as a ``pymoo`` problem (``pymoo.core.problem.Problem``).
+
+        Vectorized: each evaluation runs the generated NumPy code (float64) on the whole
+        population.  ``F`` is the objective in minimization sense (``-f`` when
+        maximizing, NaN as ``inf``); ``G`` has one column per constraint that is not a
+        plain equality, the signed value ``g(x) <= 0`` where it holds (strict
+        inequalities count their boundary as violated, see ``fitness(kind=
+        "constraints")``); ``H`` one column per equality ``h(x) == 0``, the raw ``h``
+        (pymoo counts ``|h| <= 1e-4`` as satisfied, constropt's default ``eq_tol``).
+        ``xl``/``xu`` are the box after bound propagation (:attr:`lower`,
+        :attr:`upper`).  Needs pymoo (``pip install pymoo``).
+
+        Parameters
+        ----------
+        parameters : dict, optional
+            Parameter values overriding the problem's own.
+        """
+        from ._adapters import problem_to_pymoo
+
+        return problem_to_pymoo(self, parameters)
 
     # -- plots and scipy interop (interface/_plot.py, solver/_scipy.py) ------------------
     def plot(self, result: Any = None, path: str | os.PathLike | None = None,

@@ -1,0 +1,159 @@
+"""``Problem.fitness()`` with its defaults against hand-written code, per call, side by side.
+
+Rows (the targets of issue 25 in brackets):
+
+- examples 2 and 3 on a NumPy float64 ``(S, 3)`` population at 100, 10,000 and 900,000
+  points: ``problem.fitness()(pop)`` against the blog's vectorized ``np.where`` NumPy code
+  [no slower at 100 and 10,000; >= 5x at 900,000];
+- the same examples on a float32 ``(S, 3)`` torch tensor at 900,000 points with one torch
+  thread, against the blog's NumPy code on the float64 copy [>= 30x];
+- example 1 (900,000 x 1,000 int8 genes, sum of genes): ``fitness()`` against the best
+  hand-written compiled kernel, ``torch.compile(lambda x: x.to(float32).sum(1))``
+  [within 1.1x].
+
+Each time is the **best of rounds** (``--rounds``, default 7) of the mean over a batch of
+calls (more calls for small sizes); the contenders of a row run alternately within each
+round, so drift of the shared machine hits both alike.  The first compiled call (compile
+time) is reported on its own and never timed with the rest.  Every row checks that both
+sides agree.
+
+Run: ``PYTHONPATH=src python benchmarks/fitness.py [--rounds 7] [--output FILE]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+import sympy as sp
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _machine import LoadMonitor, emit, header  # noqa: E402
+
+import constropt  # noqa: E402
+from constropt.interface._quickbench import blog_numpy  # noqa: E402
+
+x, y, z = sp.symbols("x y z")
+
+
+def example(k: int):
+    if k == 2:
+        return constropt.Problem(
+            x**2 + 2 * y**2 + 3 * z**2 + 4 * x * y - 5 * y * z,
+            [x >= 1, y > 3, y <= 7, z < 0, x + y + z >= 3, x**2 + z**2 <= 10],
+            maximize=True, bounds={x: (-25, 25), z: (-25, 25)})
+    return constropt.Problem(
+        sp.sin(x) + x**2 - 2 * sp.cos(y) + y**2 + z**2,
+        [x >= 0, y >= 0, y <= sp.pi, z <= 5, x + z >= 1, sp.cos(y) + z >= 0.5],
+        bounds={x: (0, 5), z: (-5, 5)})
+
+
+def ab(fa, fb, rounds: int, calls: int) -> tuple[float, float]:
+    """Best-of-rounds mean seconds per call of ``fa`` and ``fb``, run alternately."""
+    ta, tb = [], []
+    for _ in range(rounds):
+        for fn, out in ((fa, ta), (fb, tb)):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            out.append((time.perf_counter() - t0) / calls)
+    return min(ta), min(tb)
+
+
+def first(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def agree(got, want, rtol: float) -> str:
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    same_inf = np.isfinite(got) == np.isfinite(want)
+    fin = np.isfinite(want) & np.isfinite(got)
+    ok = same_inf.mean() > 0.9999 and np.allclose(got[fin], want[fin], rtol=rtol, atol=1e-3)
+    return "ok" if ok else "MISMATCH"
+
+
+def fmt(t: float) -> str:
+    return f"{t * 1e3:.4g}"
+
+
+def main(argv=None) -> str:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--output", default=None)
+    ap.add_argument("--genes-rows", type=int, default=900_000,
+                    help="example 1 population (individuals of 1,000 int8 genes)")
+    args = ap.parse_args(argv)
+    import torch
+
+    warnings.simplefilter("ignore", constropt.CompileWarning)  # compile time is reported
+    monitor = LoadMonitor()
+    lines = [header("Problem.fitness() with defaults against hand-written code"),
+             f"Per-call times in ms, best of {args.rounds} rounds (each round the mean of a "
+             "batch of calls, both sides alternately); compile = the first compiled call, "
+             "in s.  Hand NumPy is the experiment's vectorized `np.where` code on float64.\n",
+             "| example | input | points | path taken | hand (ms) | fitness() (ms) | "
+             "speed-up | target | check |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    rng = np.random.default_rng(0)
+    compile_s = {}
+    for k in (2, 3):
+        problem, hand = example(k), blog_numpy(k)
+        fit = problem.fitness()
+        for S in (100, 10_000, 900_000):
+            pop = rng.uniform(-25, 25, (S, 3))
+            path = "NumPy" if S * 3 < constropt.problem._fitness.AUTO_COMPILE_WORK else \
+                "compiled torch"
+            if path != "NumPy":
+                compile_s[(k, "float64 rows")] = first(lambda: fit(pop))
+            calls = max(1, 300_000 // S)
+            th, tf = ab(lambda: hand(pop), lambda: fit(pop), args.rounds, calls)
+            target = ">= 5x" if S == 900_000 else ">= 1x"
+            lines.append(f"| {k} | NumPy float64 (S, 3) | {S:,} | {path} | {fmt(th)} | "
+                         f"{fmt(tf)} | {th / tf:.3g}x | {target} | "
+                         f"{agree(fit(pop), hand(pop), 1e-12)} |")
+        # float32 torch rows, one thread, against the blog's NumPy (float64)
+        S = 900_000
+        pop32 = torch.rand(S, 3) * 50 - 25
+        pop64 = pop32.double().numpy()
+        saved = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            compile_s[(k, "float32 rows")] = first(lambda: fit(pop32))
+            th, tf = ab(lambda: hand(pop64), lambda: fit(pop32), args.rounds, 3)
+        finally:
+            torch.set_num_threads(saved)
+        lines.append(f"| {k} | torch float32 (S, 3), 1 thread | {S:,} | compiled torch | "
+                     f"{fmt(th)} | {fmt(tf)} | {th / tf:.3g}x | >= 30x | "
+                     f"{agree(fit(pop32).numpy(), hand(pop64), 2e-5)} |")
+    # example 1: 1,000 int8 genes, sum, against the best hand-written compiled kernel
+    g = sp.IndexedBase("g", shape=(1000,), integer=True)
+    i = sp.Symbol("i", integer=True)
+    genes = constropt.Problem(sp.Sum(g[i], (i, 0, 999)), [], bounds={g: (1, 24)})
+    pop1 = torch.randint(1, 25, (args.genes_rows, 1000), dtype=torch.int8)
+    hand1 = torch.compile(lambda a: a.to(torch.float32).sum(1), dynamic=True)
+    fit1 = genes.fitness()
+    c_hand = first(lambda: hand1(pop1))
+    compile_s[(1, "int8 rows")] = first(lambda: fit1(pop1))
+    th, tf = ab(lambda: hand1(pop1), lambda: fit1(pop1), args.rounds, 2)
+    exact = "ok" if torch.equal(fit1(pop1), pop1.sum(1, dtype=torch.int64).float()) \
+        else "MISMATCH"
+    lines.append(f"| 1 | torch int8 ({args.genes_rows:,}, 1000), {saved} threads | "
+                 f"{args.genes_rows:,} | compiled torch | {fmt(th)} (compiled "
+                 f"`x.to(float32).sum(1)`) | {fmt(tf)} | {th / tf:.3g}x | >= 0.91x (1.1x) | "
+                 f"{exact} (exact) |")
+    lines.append("")
+    lines.append("Compile (first call, s): " + "; ".join(
+        f"example {k} {what} {t:.1f}" for (k, what), t in compile_s.items())
+        + f"; hand-written example 1 kernel {c_hand:.1f}.")
+    lines.append(monitor.line())
+    return emit("\n".join(lines), args.output)
+
+
+if __name__ == "__main__":
+    main()
