@@ -264,6 +264,10 @@ class Fitness:
         self._compiled: dict = {}  # serial? -> its compiled adapter
         self._inputs: dict = {}  # (device, dtype) -> (P, eq_tol, weight) tensors
         self._np_inputs: dict = {}  # dtype name -> P array
+        # the NumPy fast path of __call__: a plain CPU array of fewer individuals than
+        # this runs the generated NumPy code after only the shape and dtype checks
+        self._np_below = math.inf if self.compile is False else \
+            (-(-AUTO_COMPILE_WORK // max(self._n, 1)) if self.compile == "auto" else 2)
 
     @property
     def device(self):
@@ -383,6 +387,12 @@ class Fitness:
             ``(objective, violation)``, each (S,); ``"constraints"``: (S, m) for rows,
             (m, S) for columns, one signed value per constraint.
         """
+        if type(population) is np.ndarray and self._device is None:  # the common small call
+            shape = population.shape
+            if len(shape) == 2 and shape[self._rows] == self._n and \
+                    shape[not self._rows] < self._np_below and \
+                    population.dtype.char in _NUMPY_GENES:
+                return self._run_numpy(population)
         torch = None
         if isinstance(population, np.ndarray):
             if population.dtype.char not in _NUMPY_GENES:
