@@ -151,3 +151,34 @@ def test_contradictory_constraints_claims():
     x, y = sp.symbols("x y")
     res = constropt.solve(x + y, [x >= 3, x <= 1], bounds={y: (0, 1)}, device="cpu")
     assert res.status is constropt.Status.INFEASIBLE and res.certificate is not None
+
+
+def _table_ratios(text: str, first_cell: str) -> list[str]:
+    """The speed-up cells (``1.19x``) of the table whose header starts with ``first_cell``,
+    in row order."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"| {first_cell}"))
+    header = [c.strip() for c in lines[start].strip("|").split("|")]
+    col = next(i for i, c in enumerate(header) if c in ("ratio", "speed-up"))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip("|").split("|")][col])
+    return rows
+
+
+def test_fitness_page_quotes_the_benchmark_results():
+    # docs/fitness.md's speed table is the one benchmarks/fitness.py wrote to its results
+    # file (same rows, same ratios, misses marked), not numbers pasted from another run
+    results = (ROOT / "benchmarks" / "results" / "fitness.md").read_text()
+    page = (DOCS / "fitness.md").read_text()
+    got = _table_ratios(results, "example")
+    quoted = _table_ratios(page, "call (2-core CPU")
+    assert len(got) == len(quoted) == 9
+    order = [0, 4, 1, 5, 2, 6, 3, 7, 8]  # the page groups the two examples by size
+    assert quoted == [got[i] for i in order]
+    met = [line.split("|")[9].strip() for line in results.splitlines()
+           if re.match(r"\| [123] \|", line)]
+    missed = sum("missed" in line for line in page.splitlines() if line.startswith("| example"))
+    assert missed == sum(m != "yes" for m in met)
