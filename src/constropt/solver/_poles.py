@@ -27,6 +27,12 @@ __all__ = ["PoleVerdict", "pole_probe", "pole_cost", "pole_status"]
 #: logarithm's does not shrink.
 _SCREEN = np.array([2.0, 5.0, 8.0])
 
+#: A coordinate whose farthest screening sample is worse than the point by this many times
+#: its own magnitude (``max(1, |f|)``) is marked too: the point sits in a well too deep
+#: for its neighbourhood, as next to a pole (``-9e3`` with ``-40`` a hundredth of the box
+#: away).
+_DEEP = 100.0
+
 #: Coordinates (the steepest screened) whose approach is sampled at every decade.
 _MAX_COORDS = 3
 
@@ -87,7 +93,8 @@ def pole_probe(problem, box, x, f, pvec, budget=None) -> PoleVerdict:
     Screening: each continuous coordinate is moved by ``10**-k`` of ``box``'s width,
     ``k`` in :data:`_SCREEN`, both ways (within the box).  A side where the objective
     falls toward ``x`` without the steps shrinking (a pole's or a logarithm's shape, not
-    a smooth function's) marks its coordinate; the :data:`_MAX_COORDS` steepest marked
+    a smooth function's) marks its coordinate, and so does a point far below its
+    farthest sample (:data:`_DEEP`); the :data:`_MAX_COORDS` steepest marked
     coordinates are approached both ways at the last ``_DECADES + 1 + _MARGIN`` decades
     distinct from ``x`` in float64.  ``UNBOUNDED`` when on one of them the first
     ``_DECADES + 1`` are feasible and fall by a steady step (at least
@@ -214,6 +221,8 @@ def _probe_once(problem, box, x, f0, pvec, left):
         fm, ok = fm_all[a:a + m], ok_all[a:a + m]
         a += m
         samples.append((i, s, fm, ok, P))
+        if ok[0] and f0 < fm[0] - _DEEP * max(1.0, abs(fm[0])):  # a well or a pole
+            marked[i] = max(marked.get(i, 0.0), (fm[0] - f0) / max(1.0, abs(f0)))
         if m < _SCREEN.size or not ok.all():
             continue
         d1, d2 = fm[0] - fm[1], fm[1] - fm[2]
