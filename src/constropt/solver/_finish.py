@@ -18,6 +18,7 @@ from ..problem._evaluate import report_numpy
 from ._defined import defined_fallback, result_key, undefined
 from ._defined import replaces as _replaces
 from ._interrupt import mandatory
+from ._poles import pole_status
 from ._rays import edge_suspect, ray_probe
 from ._result import History, Result, Status
 from ._verdict import (
@@ -391,15 +392,12 @@ def finish(problem, inst, pvec, budget: Budget, *, polish: bool, starts: int = 3
 
 def verdict(problem, best, f_best, V_best, pvec, reason, nfev: int, limit, *,
             unbounded=None, box=None):
-    """The exact check and the status of a final point: the one copy of these rules, for
-    every mode.
-
-    ``reason`` is why the search (or polish) ended; ``limit`` the evaluation budget of
-    the whole run (None: none), of which ``nfev`` are spent; ``unbounded`` a
-    ``(verdict, evaluations)`` computed beforehand, or None to probe here (along
-    ``box``, default ``problem``) when the budget allows.  Every ``feasible`` comes from
-    :func:`._verify.certify`.  Returns ``(x, f, V, nfev, status, message, checked)``.
-    """
+    """The exact check and the status of a final point, for every mode.  ``reason``: why
+    the search (or polish) ended; ``limit``: the run's evaluation budget (None: none), of
+    which ``nfev`` are spent; ``unbounded``: ``(verdict, evaluations)`` computed before, or
+    None to probe here (edges, rays beyond ``box``, default ``problem``, then poles:
+    :mod:`._poles`) as the budget allows.  Every ``feasible`` comes from
+    :func:`._verify.certify`.  Returns ``(x, f, V, nfev, status, message, checked)``."""
     from ._verify import certify
 
     checked = certify(problem, best, pvec, f_best, V_best,  # exact arithmetic (Arb balls)
@@ -461,6 +459,8 @@ def verdict(problem, best, f_best, V_best, pvec, reason, nfev: int, limit, *,
                                "out before the unboundedness probe of the returned point, "
                                "which lies at an open or strict side of the box (raise "
                                f"max_evals; search ended: {reason.value})")
+            status, message, nfev = pole_status(problem, where, best, f_best, pvec, reason,
+                                                nfev, limit, status, message)
     return best, f_best, V_best, nfev, status, message, checked
 
 
