@@ -277,23 +277,24 @@ def _local_then_global(problem, opts, device, dtype, seed, compile, M, t_start):
         solve_global(rest)
     t1 = time.perf_counter()
     mine = np.flatnonzero(answered)
-    local = _local_results(problem, mine, x, f, V, used, how, M, seed)
+    fins = _local_finish(problem, mine, x, f, V, used, how, M)
     parts["polish"] += local_s + time.perf_counter() - t1
     timings = add_up(parts, t_start)
     share = {k: v / B for k, v in timings.items()}
-    out = []
-    for b in range(B):
-        r = local.get(b)
-        if r is None:
-            r = glob[b]
-        out.append(replace(r, timings=dict(share)))
+    out = [None] * B
+    for b, (inst, fin) in fins.items():
+        out[b] = make_result(problem, inst, *fin, seed=seed, device="cpu",
+                             timings=dict(share), backend="numpy")
+    for b, r in glob.items():
+        if out[b] is None:
+            out[b] = replace(r, timings=dict(share))
     return tuple(out), timings
 
 
-def _local_results(problem, idx, x, f, V, used, how, M, seed) -> dict:
-    """``{instance: Result}`` of the instances ``idx`` the local stage answered: the
-    unboundedness probe (vectorized), then the exact check and the status rules of
-    every mode (:func:`._finish.finish`)."""
+def _local_finish(problem, idx, x, f, V, used, how, M) -> dict:
+    """``{instance: (Instance, finish's tuple)}`` of the instances ``idx`` the local
+    stage answered: the unboundedness probe (vectorized), then the exact check and the
+    status rules of every mode (:func:`._finish.finish`)."""
     if idx.size == 0:
         return {}
     verdicts, probe = diverges(problem, x[:, idx], M[:, idx])
@@ -309,10 +310,8 @@ def _local_results(problem, idx, x, f, V, used, how, M, seed) -> dict:
         fin = finish(problem, inst, M[:, b], budget, polish=False,
                      unbounded=(bool(verdicts[k]), int(probe[k])),
                      refined=(xb, int(used[b]), True, fb, V[:, b].copy()))
-        res = make_result(problem, inst, *fin, seed=seed, device="cpu", timings={},
-                          backend="numpy")
-        if res.status is Status.CONVERGED:
-            res = replace(res, message=f"local solve: {how[b]}; a verified KKT point "
-                                       "(no global search)")
-        out[int(b)] = res
+        if fin[4] is Status.CONVERGED:
+            fin = (*fin[:5], f"local solve: {how[b]}; a verified KKT point (no global "
+                             "search)" + fin[5][len(Status.CONVERGED.value):], fin[6])
+        out[int(b)] = (inst, fin)
     return out
