@@ -105,8 +105,8 @@ def test_a_large_eager_batch_neither_compiles_nor_leaves_numpy():
     assert compile_choice("auto", 400_000) is True          # a single solve: unchanged
     assert compile_choice("auto", 400_000, 200) is False
     assert compile_choice(True, 400_000, 200) is True
-    radii = np.linspace(0.5, 5.0, 10_000)
-    br = constropt.solve_batch(_disc(), {r: radii}, seed=0, local_first=False,
+    radii = np.linspace(0.5, 5.0, 2_000)  # 2,000 x 100 x 2 = 400,000 numbers
+    br = constropt.solve_batch(_disc(), {r: radii}, seed=0, polish=False, pop_size=100,
                                max_generations=2, device="cpu")
     assert br.timings["compile"] == 0.0 and br[0].backend == "numpy"
 
@@ -151,3 +151,35 @@ def test_shard_option():
         constropt.solve_batch(_disc(), {r: [1.0, 2.0]}, shard=True)
     with pytest.raises(OptionError, match="shard must be"):
         constropt.solve_batch(_disc(), {r: [1.0, 2.0]}, shard="x")
+
+
+def test_ctrl_c_in_the_local_solves_interrupts_every_instance(monkeypatch):
+    def ipm(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(lf, "interior_point", ipm)
+    br = constropt.solve_batch(_disc(), {r: [1.0, 2.0, 3.0]}, seed=0)
+    for res in br:  # the box centre, checked: feasible for r >= sqrt(2), never a success
+        assert res.status is Status.INTERRUPTED and not res.success
+        assert res.verification is not None and res.x_array.tolist() == [0.0, 0.0]
+    assert [res.feasible for res in br] == [False, True, True]
+
+
+def test_ctrl_c_in_a_local_answer_check_stops_the_later_ones(monkeypatch):
+    from constropt.solver import _verify
+
+    certify, calls = _verify.certify, {"n": 0}
+
+    def once(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return certify(*args, **kwargs)
+
+    monkeypatch.setattr(_verify, "certify", once)
+    radii = np.array([1.0, 2.0, 3.0])
+    br = constropt.solve_batch(_disc(), {r: radii}, seed=0)
+    assert br[0].success and br[0].fun == pytest.approx(_exact(1.0), abs=1e-8)
+    for res in br[1:]:  # checked once more, then INTERRUPTED with the local answer
+        assert res.status is Status.INTERRUPTED and not res.success
+        assert res.verification is not None and res.feasible

@@ -21,6 +21,7 @@ import numpy as np
 from .._errors import OptionError, ProblemError
 from ..engine._driver import Instance
 from ..problem._bounds import parameter_box
+from ..problem._evaluate import report_numpy
 from ..problem._problem import Problem
 from ._build import _seed
 from ._finish import Budget, diverges, finish, make_result
@@ -270,14 +271,25 @@ def _local_then_global(problem, opts, device, dtype, seed, compile, M, t_start):
                 np.array([r.success for r in res], dtype=bool))
 
     t0 = time.perf_counter()
-    answered, x, f, V, used, how, _ = local_answers(problem, M, seed, solve_global)
+    stopped = False  # a Ctrl-C: every instance not finished yet ends INTERRUPTED
+    try:
+        answered, x, f, V, used, how, _ = local_answers(problem, M, seed, solve_global)
+    except KeyboardInterrupt:  # the box centre stands for the instances not searched
+        stopped, answered = True, np.ones(B, dtype=bool)
+        x = np.repeat((0.5 * (problem.lower + problem.upper))[:, None], B, axis=1)
+        f, V = report_numpy(problem, x, M)
+        f, V = np.broadcast_to(f, (B,)).copy(), np.array(V)
+        used, how = np.zeros(B, dtype=np.int64), np.full(B, "", dtype=object)
+        for b in glob:
+            answered[b] = False
     local_s = time.perf_counter() - t0 - (parts["search"] + parts["polish"] + parts["compile"])
     rest = np.array([b for b in range(B) if not answered[b] and b not in glob], dtype=int)
-    if rest.size:
+    if rest.size and not stopped:
         solve_global(rest)
+    stopped = stopped or any(r.status is Status.INTERRUPTED for r in glob.values())
     t1 = time.perf_counter()
     mine = np.flatnonzero(answered)
-    fins = _local_finish(problem, mine, x, f, V, used, how, M)
+    fins = _local_finish(problem, mine, x, f, V, used, how, M, stopped)
     parts["polish"] += local_s + time.perf_counter() - t1
     timings = add_up(parts, t_start)
     share = {k: v / B for k, v in timings.items()}
@@ -291,25 +303,33 @@ def _local_then_global(problem, opts, device, dtype, seed, compile, M, t_start):
     return tuple(out), timings
 
 
-def _local_finish(problem, idx, x, f, V, used, how, M) -> dict:
+def _local_finish(problem, idx, x, f, V, used, how, M, stopped=False) -> dict:
     """``{instance: (Instance, finish's tuple)}`` of the instances ``idx`` the local
     stage answered: the unboundedness probe (vectorized), then the exact check and the
-    status rules of every mode (:func:`._finish.finish`)."""
+    status rules of every mode (:func:`._finish.finish`).  After a Ctrl-C (``stopped``,
+    or one landing here) the instances not finished yet end ``INTERRUPTED``, checked."""
     if idx.size == 0:
         return {}
-    verdicts, probe = diverges(problem, x[:, idx], M[:, idx])
+    verdicts = probe = None
+    if not stopped:
+        try:
+            verdicts, probe = diverges(problem, x[:, idx], M[:, idx])
+        except KeyboardInterrupt:
+            stopped = True
     budget = Budget(None)
     sgn = -1.0 if problem.maximize else 1.0
     out = {}
     for k, b in enumerate(idx):
         xb = x[:, b].copy()
         fb = float(f[b])
-        inst = Instance(xb, sgn * fb, 0.0, 0, 0, Status.CONVERGED, 0,
+        reason = Status.INTERRUPTED if stopped else Status.CONVERGED
+        inst = Instance(xb, sgn * fb, 0.0, 0, 0, reason, 0,
                         np.array([int(used[b])]), np.array([sgn * fb]), np.array([0.0]),
                         xb[:, None])
         fin = finish(problem, inst, M[:, b], budget, polish=False,
-                     unbounded=(bool(verdicts[k]), int(probe[k])),
+                     unbounded=None if stopped else (bool(verdicts[k]), int(probe[k])),
                      refined=(xb, int(used[b]), True, fb, V[:, b].copy()))
+        stopped = stopped or fin[4] is Status.INTERRUPTED
         if fin[4] is Status.CONVERGED:
             fin = (*fin[:5], f"local solve: {how[b]}; a verified KKT point (no global "
                              "search)" + fin[5][len(Status.CONVERGED.value):], fin[6])

@@ -165,6 +165,8 @@ def _ipm_loop(vals, ders, M, iters, rows, lo, hi, E, x, s, z, running, conv, its
         z[:, b] = np.where(step_ok, np.maximum(zb + ad * dz, 1e-300), zb)
         its[b[step_ok]] += 1
         running[b[~step_ok & ~done]] = False
+        if conv.mean() >= 0.5:  # a start far slower than most is left to the others
+            running &= its <= 2 * np.median(its[conv]) + 4
 
 
 def kkt_test(problem, X: np.ndarray, M: np.ndarray, tol: float = 1e-6):
