@@ -10,10 +10,10 @@ GPUs) and every rank returns the whole :class:`BatchResult`.
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 import time
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -43,6 +43,14 @@ def _launched() -> bool:
     except ImportError:  # pragma: no cover - torch is a dependency
         return False
     return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+def _without_problem(res):
+    """A shallow copy of a Result without its problem (each rank has its own; the
+    receiver attaches it), made without re-running the Result's validation."""
+    out = copy.copy(res)
+    object.__setattr__(out, "problem", None)
+    return out
 
 
 _GROUPS: dict = {}  # (device, timeout) -> the _Group batches reuse (a new group costs ~0.3 s)
@@ -80,7 +88,7 @@ def solve_batch(problem, parameters, *, shard: Any = "auto", timeout: float = 18
         if part.size:
             syms = list(problem.layout.parameters)
             mine = _solve_one(problem, {s: M[k, part] for k, s in enumerate(syms)}, **kwargs)
-            mine = (part, [replace(r, problem=None) for r in mine.results], mine.timings)
+            mine = (part, [_without_problem(r) for r in mine.results], mine.timings)
     except BaseException:
         _drop_group()  # the peers then fail at once instead of waiting for the timeout
         raise
@@ -92,7 +100,9 @@ def solve_batch(problem, parameters, *, shard: Any = "auto", timeout: float = 18
             continue
         idx, res, tim = item
         for b, r in zip(idx, res):
-            results[int(b)] = replace(r, problem=problem)
+            if r.problem is None:  # received (this rank's own are copies too)
+                object.__setattr__(r, "problem", problem)
+            results[int(b)] = r
         for k, v in tim.items():  # the slowest rank's part: the ranks run side by side
             parts[k] = max(parts.get(k, 0.0), v)
     parts["total"] = time.perf_counter() - t_start
