@@ -287,6 +287,7 @@ def main(argv=None) -> str:
         m = by[1000]
         lines += ["", f"A loop of `constropt.solve` at 1,000 instances ({args.sequential} "
                       f"timed, scaled): {m['seq']:.1f} s, max error {m['err_seq']:.1e}."]
+    lines.append("")
     for B, m in by.items():
         tm = m["timings"]
         lines.append(f"- B = {B:,}: compile {tm['compile']:.2f} s, search {tm['search']:.3f} s,"
