@@ -115,13 +115,22 @@ SHARD_SCRIPT = textwrap.dedent("""
     import json, os, sys
     import numpy as np, sympy as sp
     import constropt
+    import constropt.parallel._shard as shard
+    solved, one = [], shard._solve_one
+
+    def counting(problem, parameters, **kw):  # the instances this rank solves itself
+        solved.append(len(next(iter(parameters.values()))))
+        return one(problem, parameters, **kw)
+
+    shard._solve_one = counting
     x, y, r = sp.symbols("x y r")
     p = constropt.Problem(x + 2 * y, [(x - 1)**2 + (y + 1)**2 <= r**2],
                           bounds={x: (-10, 10), y: (-10, 10)}, parameters={r: 1.0})
     radii = np.linspace(0.5, 5.0, int(sys.argv[2]))
     br = constropt.solve_batch(p, {r: radii}, seed=0)
     out = {"fun": br.fun.tolist(), "status": [s.status.name for s in br],
-           "params": br.parameters[r].tolist(), "rank": int(os.environ["RANK"])}
+           "params": br.parameters[r].tolist(), "rank": int(os.environ["RANK"]),
+           "solved": solved}
     with open(sys.argv[1] + f".{out['rank']}", "w") as fh:
         json.dump(out, fh)
 """)
@@ -139,6 +148,7 @@ def test_two_gloo_ranks_give_the_one_process_answers(tmp_path):
     one = constropt.solve_batch(_disc(), {r: radii}, seed=0)
     for rank in (0, 1):  # every rank returns the whole batch, in instance order
         got = json.loads((tmp_path / f"out.{rank}").read_text())
+        assert got["solved"] == [B // 2]  # its share only
         np.testing.assert_array_equal(got["params"], radii)
         # 1e-8: an instance's answer may land on the circle or 1e-9 inside it, depending
         # on which anchors its shard has
