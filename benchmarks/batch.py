@@ -1,24 +1,24 @@
 """Batched parametric solves against loops, measured side by side in one run.
 
-Two parametric problems, each solved three ways in the same process:
-
-- ``constropt.solve_batch`` (one vectorized run of the search driver over every instance,
-  one Result per instance),
-- a loop of ``constropt.solve`` calls (timed on ``--sequential`` instances, scaled),
-- a loop of scipy SLSQP solves (exact gradients written by hand).
+Two parametric problems at several batch sizes, ``constropt.solve_batch`` against a loop
+of scipy SLSQP runs (exact gradients written by hand) on the same instances, interleaved
+round by round (medians of ``--rounds``); at 1,000 instances also a loop of
+``constropt.solve`` (timed on ``--sequential`` instances, scaled); last, the disc batch
+in one process against two ranks under torchrun.
 
 Problems:
 
 1. ``disc``: minimize ``x + 2*y`` subject to ``(x-1)**2 + (y+1)**2 <= r**2``, ``r`` from
-   0.5 to 5; closed-form optimum ``-1 - r*sqrt(5)`` (every instance must be within 1e-4
-   of it).  SLSQP: one start per instance (the problem is convex).
+   0.5 to 5; closed-form optimum ``-1 - r*sqrt(5)``.  SLSQP: one start per instance
+   (the problem is convex).
 2. ``blog2``: the blog's example 2 with the disc ``x^2 + z^2 <= r^2``, ``r`` in [2, 5],
    maximized; reference: multistart SLSQP (five starts, more while none is feasible).
 
 Prints wall times and ratios and writes them to ``--out`` (default
 ``benchmarks/results/batch.md``).
 
-    python benchmarks/batch.py [--instances 1000] [--sequential 40] [--threads 1] [--out FILE]
+    python benchmarks/batch.py [--sizes 10,100,1000,10000] [--rounds 5] [--threads 1]
+                               [--shard-instances 1000] [--out FILE]
 
 ``--threads`` (default 1) sets torch's intra-op threads: the scipy loop runs on one core,
 and on a machine other processes load, torch's thread barriers make every small batched
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import math
 import platform
 import time
@@ -123,38 +124,116 @@ def blog2_scipy(radii):
     return out
 
 
-def measure(name, problem, r, radii, scipy_loop, exact, k, seed):
+def _timed(fn, rounds):
+    """The median of ``rounds`` wall times of ``fn()`` and its last value."""
+    times, out = [], None
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times)), out
+
+
+def measure(problem, r, radii, scipy_loop, exact, rounds, seed, k=0):
+    """solve_batch and the loop of SLSQP starts on the same instances, interleaved round
+    by round (medians); the loop of ``solve`` on ``k`` instances, scaled."""
     import constropt
 
     constropt.solve_batch(problem, {r: radii[:4]}, seed=seed)  # warm-up: first calls
-    constropt.solve(problem, seed=seed, parameters={r: float(radii[0])})
-    t0 = time.perf_counter()
-    br = constropt.solve_batch(problem, {r: radii}, seed=seed)
-    t_batch = time.perf_counter() - t0
-    pick = np.linspace(0, len(radii) - 1, k).round().astype(int)  # spread over the range
-    t0 = time.perf_counter()
-    seq = np.array([constropt.solve(problem, seed=seed, parameters={r: float(radii[i])}).fun
-                    for i in pick])
-    t_seq = (time.perf_counter() - t0) * len(radii) / k
-    t0 = time.perf_counter()
-    ref = scipy_loop(radii)
-    t_ref = time.perf_counter() - t0
+    scipy_loop(radii[:2])
+    tb, ts, br, ref = [], [], None, None
+    for _ in range(rounds):  # side by side: a load change hits both
+        t0 = time.perf_counter()
+        br = constropt.solve_batch(problem, {r: radii}, seed=seed)
+        tb.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        ref = scipy_loop(radii)
+        ts.append(time.perf_counter() - t0)
+    t_seq = err_seq = None
+    if k:
+        pick = np.linspace(0, len(radii) - 1, k).round().astype(int)
+        truth_k = exact(radii[pick]) if exact is not None else ref[pick]
+        t_seq, seq = _timed(lambda: np.array([
+            constropt.solve(problem, seed=seed, parameters={r: float(radii[i])}).fun
+            for i in pick]), 1)
+        t_seq *= len(radii) / k
+        err_seq = float(np.abs(seq - truth_k).max())
     truth = exact(radii) if exact is not None else ref
     err = np.abs(br.fun - truth)
-    err_seq = np.abs(seq - truth[pick])
-    return {"name": name, "B": len(radii), "k": k, "batch": t_batch, "seq": t_seq,
-            "scipy": t_ref, "err": float(err.max()), "err_seq": float(err_seq.max()),
+    return {"B": len(radii), "batch": float(np.median(tb)), "scipy": float(np.median(ts)),
+            "seq": t_seq, "err_seq": err_seq, "err": float(err.max()),
             "err_scipy": float(np.abs(ref - truth).max()) if exact is not None else 0.0,
-            "feasible": bool(br.feasible.all()), "timings": br.timings,
-            "exact": exact is not None,
-            "nit": (int(min(res.nit for res in br)), int(max(res.nit for res in br)))}
+            "feasible": bool(br.feasible.all()), "success": bool(br.success.all()),
+            "timings": br.timings, "exact": exact is not None,
+            "local": int(sum(res.nit == 0 for res in br))}
+
+
+SHARD = """
+import json, os, sys, time
+sys.path.insert(0, {here!r})
+import numpy as np, torch
+torch.set_num_threads(1)
+import constropt
+from batch import disc_problem
+p, r = disc_problem()
+radii = np.linspace(0.5, 5.0, {B})
+constropt.solve_batch(p, {{r: radii[:40]}}, seed={seed})  # warm-up: first calls, the group
+times = []
+for _ in range({rounds}):
+    t0 = time.perf_counter()
+    br = constropt.solve_batch(p, {{r: radii}}, seed={seed})
+    times.append(time.perf_counter() - t0)
+if int(os.environ.get("RANK", "0")) == 0:
+    print("RESULT" + json.dumps({{"t": float(np.median(times)), "fun": br.fun.tolist(),
+                                 "status": [s.status.name for s in br]}}))
+"""
+
+
+def ranks(B, rounds, seed):
+    """The disc batch in one process and under torchrun with two ranks (each a fresh
+    process, one thread): median wall times of the solve_batch call and the answers."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import tempfile
+
+    here = str(Path(__file__).resolve().parent)
+    src = str(Path(here).parent / "src")
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
+        fh.write(SHARD.format(here=here, B=B, seed=seed, rounds=rounds))
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
+    env.update(PYTHONPATH=src, OMP_NUM_THREADS="1")
+    out = {}
+    for name, pre in (("one", []), ("two", None)):
+        if pre is None:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            pre = ["-m", "torch.distributed.run", "--nproc_per_node=2",
+                   "--master_addr=127.0.0.1", f"--master_port={port}"]
+        load = os.getloadavg()[0]
+        proc = subprocess.run([sys.executable, *pre, fh.name], env=env, text=True,
+                              capture_output=True, timeout=600)
+        line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")]
+        if proc.returncode or not line:
+            raise RuntimeError(proc.stderr[-2000:])
+        out[name] = {**json.loads(line[0][6:]), "load": load}
+    os.unlink(fh.name)
+    return out
 
 
 def main(argv=None) -> str:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--instances", type=int, default=1000)
-    ap.add_argument("--sequential", type=int, default=40,
-                    help="how many sequential solves to time (scaled to all instances)")
+    ap.add_argument("--sizes", default="10,100,1000,10000",
+                    help="batch sizes of the disc problem, comma-separated")
+    ap.add_argument("--blog2-sizes", default="10,100,1000")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds per size (medians)")
+    ap.add_argument("--sequential", type=int, default=20,
+                    help="sequential solve calls timed at 1,000 instances (scaled)")
+    ap.add_argument("--shard-instances", type=int, default=1000,
+                    help="instances of the one-process / two-rank comparison (0: skip)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1,
                     help="torch intra-op threads (default 1, like the scipy loop)")
@@ -167,47 +246,86 @@ def main(argv=None) -> str:
 
     torch.set_num_threads(args.threads)
     load0 = os.getloadavg()[0]
-
-    B, k = args.instances, min(args.sequential, args.instances)
-    rows = []
-    p, r = disc_problem()
-    rows.append(measure("disc: min x + 2y, (x-1)^2 + (y+1)^2 <= r^2, r in [0.5, 5]", p, r,
-                        np.linspace(0.5, 5.0, B), disc_scipy, disc_exact, k, args.seed))
-    p, r = blog2_problem()
-    rows.append(measure("blog example 2 with x^2 + z^2 <= r^2, r in [2, 5]", p, r,
-                        np.linspace(2.0, 5.0, B), blog2_scipy, None, k, args.seed))
+    seed, R = args.seed, args.rounds
     lines = [
         f"# Batched parametric solves ({datetime.date.today()}, {platform.machine()}, "
         f"{torch.get_num_threads()} torch threads, torch {torch.__version__})",
         "",
-        f"Load average (1 min) on this {os.cpu_count()}-CPU machine: {load0:.1f} at the start, "
-        f"{os.getloadavg()[0]:.1f} at the end (other processes; wall times inflate with it, "
-        "the ratios less so since the three methods run one after the other).",
-        "",
-        f"Generated by `benchmarks/batch.py`: {B} instances per problem, seed {args.seed}; "
-        f"the loop of `solve` calls is timed on {k} instances spread over the range and "
-        "scaled; all three measured in the same process, one after the other.",
+        "Generated by `benchmarks/batch.py`.  Each size: `solve_batch` and the loop of "
+        f"SLSQP runs on the same instances, interleaved round by round, median of {R} "
+        "rounds, one thread, in one process (the machine is shared: the ratio is the "
+        "measure, wall times move with the load).  `local` counts the instances the local "
+        "solves answered (the rest had the global search).",
         ""]
+    p, r = disc_problem()
+    rows = []
+    for B in map(int, args.sizes.split(",")):
+        radii = np.linspace(0.5, 5.0, B)
+        k = args.sequential if B == 1000 else 0
+        rows.append(measure(p, r, radii, disc_scipy, disc_exact, R if B < 10000 else
+                            max(1, R // 2), seed, k))
+        print(rows[-1]["B"], rows[-1]["batch"], rows[-1]["scipy"], flush=True)
+    lines += [
+        "## disc: min x + 2y, (x-1)^2 + (y+1)^2 <= r^2, r in [0.5, 5]",
+        "",
+        "Closed form `-1 - r sqrt(5)`; the loop: one SLSQP run per instance from the box "
+        "centre (exact gradients by hand).",
+        "",
+        "| B | solve_batch (s) | loop of SLSQP (s) | loop / batch | max error of solve_batch |"
+        " local | all feasible, success |",
+        "|---|---|---|---|---|---|---|"]
     for m in rows:
-        ref = "closed form" if m["exact"] else "scipy multistart"
+        lines.append(f"| {m['B']:,} | {m['batch']:.4f} | {m['scipy']:.4f} | "
+                     f"{m['scipy'] / m['batch']:.2f}x | {m['err']:.2e} | {m['local']:,} | "
+                     f"{m['feasible'] and m['success']} |")
+    by = {m["B"]: m for m in rows}
+    if 1000 in by and 10000 in by:
+        lines += ["", f"1,000 -> 10,000 instances: solve_batch x"
+                      f"{by[10000]['batch'] / by[1000]['batch']:.1f}, the SLSQP loop x"
+                      f"{by[10000]['scipy'] / by[1000]['scipy']:.1f}."]
+    if 1000 in by and by[1000]["seq"] is not None:
+        m = by[1000]
+        lines += ["", f"A loop of `constropt.solve` at 1,000 instances ({args.sequential} "
+                      f"timed, scaled): {m['seq']:.1f} s, max error {m['err_seq']:.1e}."]
+    lines.append("")
+    for B, m in by.items():
         tm = m["timings"]
+        lines.append(f"- B = {B:,}: compile {tm['compile']:.2f} s, search {tm['search']:.3f} s,"
+                     f" polish and local solves {tm['polish']:.3f} s, total {tm['total']:.3f} s")
+    p, r = blog2_problem()
+    rows = []
+    for B in map(int, args.blog2_sizes.split(",")):
+        rows.append(measure(p, r, np.linspace(2.0, 5.0, B), blog2_scipy, None, max(1, R // 2),
+                            seed))
+    lines += [
+        "", "## blog example 2 with x^2 + z^2 <= r^2, r in [2, 5], maximized", "",
+        "Reference: multistart SLSQP per instance (five starts, more while none is feasible).",
+        "",
+        "| B | solve_batch (s) | multistart SLSQP loop (s) | loop / batch | max abs. difference |"
+        " local | all feasible, success |",
+        "|---|---|---|---|---|---|---|"]
+    for m in rows:
+        lines.append(f"| {m['B']:,} | {m['batch']:.4f} | {m['scipy']:.4f} | "
+                     f"{m['scipy'] / m['batch']:.2f}x | {m['err']:.2e} | {m['local']:,} | "
+                     f"{m['feasible'] and m['success']} |")
+    if args.shard_instances:
+        B = args.shard_instances
+        sh = ranks(B, R, seed)
+        one, two = sh["one"], sh["two"]
+        diff = float(np.max(np.abs(np.array(one["fun"]) - np.array(two["fun"]))))
         lines += [
-            f"## {m['name']}",
-            "",
-            f"| method | wall time (s) | solve_batch is | max abs. error vs {ref} |",
-            "|---|---|---|---|",
-            f"| constropt.solve_batch | {m['batch']:.2f} | 1.0x | {m['err']:.2e} |",
-            f"| loop of constropt.solve ({m['k']} timed, scaled) | {m['seq']:.2f} | "
-            f"{m['seq'] / m['batch']:.1f}x faster | {m['err_seq']:.2e} |",
-            f"| loop of scipy SLSQP | {m['scipy']:.2f} | {m['scipy'] / m['batch']:.1f}x faster |"
-            f" {m['err_scipy']:.2e} |",
-            "",
-            f"solve_batch: compile {tm['compile']:.2f} s, search {tm['search']:.2f} s, polish "
-            f"{tm['polish']:.2f} s; generations per instance {m['nit'][0]}-{m['nit'][1]}; "
-            f"every instance feasible: {m['feasible']}; every instance within 1e-4: "
-            f"{m['err'] <= 1e-4}",
-            ""]
-    text = "\n".join(lines)
+            "", f"## {B:,} disc instances: one process against two ranks under torchrun", "",
+            "Each a fresh process (two for torchrun, gloo), one thread each; median of "
+            f"{R} calls of solve_batch after a warm-up call (import, lowering and the "
+            "process group are not timed).", "",
+            "| run | solve_batch (s) | load average (1 min) before |", "|---|---|---|",
+            f"| one process | {one['t']:.4f} | {one['load']:.2f} |",
+            f"| two ranks (torchrun) | {two['t']:.4f} | {two['load']:.2f} |", "",
+            f"Two ranks / one process: {two['t'] / one['t']:.2f}x; largest difference of "
+            f"the objectives {diff:.1e}; statuses equal: {one['status'] == two['status']}."]
+    lines += ["", f"Load average (1 min) on this {os.cpu_count()}-CPU machine: {load0:.1f} at "
+                  f"the start, {os.getloadavg()[0]:.1f} at the end."]
+    text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
         Path(args.out).write_text(text)

@@ -28,7 +28,7 @@ def test_closed_form_optima_per_instance(disc):
     np.testing.assert_allclose(br.x[:, 0], -radii / math.sqrt(2), rtol=1e-5)
     assert br.success.all() and br.feasible.all()
     for res, rad in zip(br, radii):
-        assert res.status is Status.CONVERGED and res.nit > 0 and res.nfev > 0
+        assert res.status is Status.CONVERGED and res.nfev > 0  # nit 0: local solves
         assert res.x[x] ** 2 + res.x[y] ** 2 <= rad**2 + 1e-12
     np.testing.assert_array_equal(br.parameters[r], radii)
 

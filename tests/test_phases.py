@@ -271,7 +271,7 @@ def test_ctrl_c_in_the_batched_newton_polish(monkeypatch):
 
     monkeypatch.setattr(_newton, "polish_batch", newton)
     values = [0.5, 1.0, 1.5]
-    br = constropt.solve_batch(_batch_problem(), {c: values}, seed=0)
+    br = constropt.solve_batch(_batch_problem(), {c: values}, seed=0, local_first=False)
     _assert_batch_interrupted(br, values)
 
 
@@ -294,7 +294,7 @@ def test_ctrl_c_in_a_batch_instance_stops_the_later_ones(monkeypatch):
 
     monkeypatch.setattr(scipy.optimize, "minimize", slsqp)
     values = [0.5, 1.0, 1.5]
-    br = constropt.solve_batch(_batch_problem(), {c: values}, seed=0)
+    br = constropt.solve_batch(_batch_problem(), {c: values}, seed=0, local_first=False)
     assert br[0].status is not Status.INTERRUPTED and br[0].success
     _assert_batch_interrupted(br[1:], values[1:])
 
@@ -302,7 +302,7 @@ def test_ctrl_c_in_a_batch_instance_stops_the_later_ones(monkeypatch):
 def test_ctrl_c_in_the_batch_final_checks(monkeypatch):
     monkeypatch.setattr(_verify, "certify", _raise_once(_verify.certify))
     values = [0.5, 1.0]
-    br = constropt.solve_batch(_batch_problem(), {c: values}, seed=0)
+    br = constropt.solve_batch(_batch_problem(), {c: values}, seed=0, local_first=False)
     _assert_batch_interrupted(br, values)
 
 

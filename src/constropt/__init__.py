@@ -26,10 +26,11 @@ from ._errors import (
 )
 from .engine._memory import MemoryWarning
 from .parallel._islands import DistributedError, solve_islands
+from .parallel._shard import solve_batch
 from .problem._fbbt import InfeasibilityProof
 from .problem._fitness import CompileWarning, Fitness
 from .problem._problem import DEFAULT_BOUND, BoundsWarning, Evaluation, Problem
-from .solver._batch import BatchResult, solve_batch
+from .solver._batch import BatchResult
 from .solver._certify import Certificate
 from .solver._crosscheck import CrossCheck, ReferenceRun, Verdict, cross_check
 from .solver._options import SolveOptions

@@ -83,6 +83,14 @@ class _Group:
                   device=self.comm)
         return box[0]
 
+    def all_gather_object(self, what, obj):
+        """Every rank's picklable ``obj``, in rank order."""
+        import torch.distributed as dist
+
+        out = [None] * self.world
+        self.call(what, dist.all_gather_object, out, obj, group=self.group)
+        return out
+
     def close(self) -> None:
         """Destroy this call's group (and the default group if it is this call's own);
         errors are ignored: a broken group may refuse."""

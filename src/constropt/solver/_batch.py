@@ -13,17 +13,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from .._errors import OptionError, ProblemError
+from ..engine._driver import Instance
 from ..problem._bounds import parameter_box
+from ..problem._evaluate import report_numpy
 from ..problem._problem import Problem
 from ._build import _seed
+from ._finish import Budget, diverges, finish, make_result
+from ._localfirst import applicable, local_answers
 from ._options import SolveOptions, refuse_problem_options
-from ._result import Result
+from ._result import Result, Status, add_up
 from ._search import Search
 
 __all__ = ["solve_batch", "BatchResult", "BATCH_FTOL"]
@@ -141,7 +145,7 @@ def _param_matrix(problem: Problem, parameters) -> tuple[np.ndarray, dict]:
 
 def solve_batch(problem: Problem, parameters: Mapping[Any, Any], *, device: Any = "auto",
                 dtype: Any = None, seed: int | None = None, compile: bool | str = "auto",
-                **options: Any) -> BatchResult:
+                local_first: bool | str = "auto", **options: Any) -> BatchResult:
     """Solve one parametric problem for ``B`` parameter values at once.
 
     Parameters
@@ -157,10 +161,21 @@ def solve_batch(problem: Problem, parameters: Mapping[Any, Any], *, device: Any 
         problem has neither equality constraints nor integer variables, else as in
         :func:`constropt.solve`; the polish and the checks are float64 either way.
     compile : "auto", True or False
-        Compile the batched generation step; ``"auto"`` when ``pop_size * n * B``
-        reaches ``COMPILE_THRESHOLD``, the rule of a single solve (a 1,000-instance
-        batch of a 2-variable problem runs eagerly: its generations cost milliseconds,
-        a compile seconds).
+        Compile the batched generation step; ``"auto"`` only when the expected run
+        (``pop_size * n * B`` numbers per generation, times the generations a batch
+        expects) is long enough to pay for the compile (``COMPILE_RUN_WORK``); one
+        compile serves every ``B`` (dynamic shapes) and later calls of the process.
+    local_first : "auto", True or False
+        Answer instances by local solves before any global search (see
+        :mod:`constropt.solver._localfirst`): cold interior-point solves from several
+        starts at anchors along the parameter sweep (instances ordered by parameter
+        proximity), Newton warm-started from the neighbouring anchors' solutions for
+        the rest.  An instance is answered only when its local answers pass the float64
+        check and a local optimality test (KKT point, second order) and agree; the
+        others (answers that disagree, fail, or cannot be verified) get the global
+        search.  ``"auto"``: on for continuous problems with inequality constraints
+        only (no ``Or``), a bounded box, at most 30 variables, ``polish`` on and no
+        ``max_evals``, ``target`` or ``x0``; True requires those.
     **options
         Options of :func:`constropt.solve` that apply here: ``pop_size`` (per instance;
         default ``max(20, 8 n)`` when polishing, see :func:`batch_defaults`), ``ftol``
@@ -201,11 +216,122 @@ def solve_batch(problem: Problem, parameters: Mapping[Any, Any], *, device: Any 
     seed = _seed(seed, opts.rng)
     M, pdict = _param_matrix(problem, parameters)
     problem = parameter_box(problem, M)  # the hull of per-instance bounds (also constraints)
-    search = Search._create(problem, opts, device, dtype, seed, compile, M, t_start=t_start)
-    results = tuple(search._finish())
+    if _local_first(local_first, problem, opts):
+        results, timings = _local_then_global(problem, opts, device, dtype, seed, compile, M,
+                                              t_start)
+    else:
+        search = Search._create(problem, opts, device, dtype, seed, compile, M,
+                                t_start=t_start)
+        results, timings = tuple(search._finish()), dict(search._timings)
     return BatchResult(
         results=results, x=np.stack([r.x_array for r in results]),
         fun=np.array([r.fun for r in results]),
         feasible=np.array([r.feasible for r in results]),
         success=np.array([r.success for r in results]), parameters=pdict,
-        timings=dict(search._timings))
+        timings=timings)
+
+
+def _local_first(choice, problem, opts) -> bool:
+    """Whether the local stage runs: ``choice`` as given, ``"auto"`` where it applies."""
+    if choice not in ("auto", True, False):
+        raise OptionError(f"local_first must be 'auto', True or False, got {choice!r}")
+    if choice is False:
+        return False
+    why = applicable(problem)
+    if why is None and not opts.polish:
+        why = "polish=False"
+    if why is None and opts.max_evals is not None:
+        why = "max_evals (the local solves' evaluations are not budgeted)"
+    if why is None and opts.target is not None:
+        why = "target"
+    if why is None and opts.x0 is not None:
+        why = "x0"
+    if why is not None and choice is True:
+        raise OptionError(f"local_first=True does not apply here: {why}")
+    return why is None
+
+
+def _local_then_global(problem, opts, device, dtype, seed, compile, M, t_start):
+    """The local stage, then the global search of the instances it did not answer; the
+    Results in instance order and the batch's timings (the local stage counts as
+    ``polish``)."""
+    B = M.shape[1]
+    glob: dict = {}
+    parts = {"import": 0.0, "compile": 0.0, "search": 0.0, "polish": 0.0, "check": 0.0}
+
+    def solve_global(idx):
+        search = Search._create(problem, opts, device, dtype, seed, compile, M[:, idx],
+                                t_start=time.perf_counter())
+        res = search._finish()
+        for k in parts:
+            parts[k] += search._timings.get(k, 0.0)
+        for b, r in zip(idx, res):
+            glob[int(b)] = r
+        return (np.stack([r.x_array for r in res], axis=1),
+                np.array([r.success for r in res], dtype=bool))
+
+    t0 = time.perf_counter()
+    stopped = False  # a Ctrl-C: every instance not finished yet ends INTERRUPTED
+    try:
+        answered, x, f, V, used, how, _ = local_answers(problem, M, seed, solve_global)
+    except KeyboardInterrupt:  # the box centre stands for the instances not searched
+        stopped, answered = True, np.ones(B, dtype=bool)
+        x = np.repeat((0.5 * (problem.lower + problem.upper))[:, None], B, axis=1)
+        f, V = report_numpy(problem, x, M)
+        f, V = np.broadcast_to(f, (B,)).copy(), np.array(V)
+        used, how = np.zeros(B, dtype=np.int64), np.full(B, "", dtype=object)
+        for b in glob:
+            answered[b] = False
+    local_s = time.perf_counter() - t0 - (parts["search"] + parts["polish"] + parts["compile"])
+    rest = np.array([b for b in range(B) if not answered[b] and b not in glob], dtype=int)
+    if rest.size and not stopped:
+        solve_global(rest)
+    stopped = stopped or any(r.status is Status.INTERRUPTED for r in glob.values())
+    t1 = time.perf_counter()
+    mine = np.flatnonzero(answered)
+    fins = _local_finish(problem, mine, x, f, V, used, how, M, stopped)
+    parts["polish"] += local_s + time.perf_counter() - t1
+    timings = add_up(parts, t_start)
+    share = {k: v / B for k, v in timings.items()}
+    out = [None] * B
+    for b, (inst, fin) in fins.items():
+        out[b] = make_result(problem, inst, *fin, seed=seed, device="cpu",
+                             timings=dict(share), backend="numpy")
+    for b, r in glob.items():
+        if out[b] is None:
+            out[b] = replace(r, timings=dict(share))
+    return tuple(out), timings
+
+
+def _local_finish(problem, idx, x, f, V, used, how, M, stopped=False) -> dict:
+    """``{instance: (Instance, finish's tuple)}`` of the instances ``idx`` the local
+    stage answered: the unboundedness probe (vectorized), then the exact check and the
+    status rules of every mode (:func:`._finish.finish`).  After a Ctrl-C (``stopped``,
+    or one landing here) the instances not finished yet end ``INTERRUPTED``, checked."""
+    if idx.size == 0:
+        return {}
+    verdicts = probe = None
+    if not stopped:
+        try:
+            verdicts, probe = diverges(problem, x[:, idx], M[:, idx])
+        except KeyboardInterrupt:
+            stopped = True
+    budget = Budget(None)
+    sgn = -1.0 if problem.maximize else 1.0
+    out = {}
+    for k, b in enumerate(idx):
+        xb = x[:, b].copy()
+        fb = float(f[b])
+        reason = Status.INTERRUPTED if stopped else Status.CONVERGED
+        inst = Instance(xb, sgn * fb, 0.0, 0, 0, reason, 0,
+                        np.array([int(used[b])]), np.array([sgn * fb]), np.array([0.0]),
+                        xb[:, None])
+        fin = finish(problem, inst, M[:, b], budget, polish=False,
+                     unbounded=None if stopped else (bool(verdicts[k]), int(probe[k])),
+                     refined=(xb, int(used[b]), True, fb, V[:, b].copy()))
+        stopped = stopped or fin[4] is Status.INTERRUPTED
+        if fin[4] is Status.CONVERGED:
+            fin = (*fin[:5], f"local solve: {how[b]}; a verified KKT point (no global "
+                             "search)" + fin[5][len(Status.CONVERGED.value):], fin[6])
+        out[int(b)] = (inst, fin)
+    return out

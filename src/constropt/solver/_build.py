@@ -18,7 +18,8 @@ from ..problem._problem import Problem
 from ._options import check_population_memory, refuse_problem_options
 
 __all__ = ["build", "ALGORITHMS", "default_pop_size", "default_restarts", "independent_restarts",
-           "compile_choice", "COMPILE_THRESHOLD", "starts_of"]
+           "compile_choice", "COMPILE_THRESHOLD", "COMPILE_RUN_WORK", "BATCH_GENERATIONS",
+           "starts_of"]
 
 logger = logging.getLogger("constropt")
 
@@ -28,6 +29,18 @@ ALGORITHMS = ("de", "ga")
 #: instances of a batch) reaches this: the numbers one generation handles decide
 #: whether the compile time pays for itself, however they split into instances.
 COMPILE_THRESHOLD = 200_000
+
+#: A batch (``B > 1``) with ``compile="auto"`` compiles only when the numbers one
+#: generation handles times the generations it expects (:data:`BATCH_GENERATIONS`,
+#: at most ``max_generations``) reach this: a compile of the batched step took 30-85 s
+#: on the CPU, an eager NumPy generation of 400,000 numbers 65 ms, so a run of 200
+#: such generations (13 s) cannot pay for one.  A single solve keeps
+#: :data:`COMPILE_THRESHOLD` alone.
+COMPILE_RUN_WORK = 2_000_000_000
+
+#: Generations a batch expects (its ``ftol`` stops the disc benchmark's instances after
+#: 60-160).
+BATCH_GENERATIONS = 200
 
 #: Share of ``time_limit`` kept for the polish when the search would use it all.
 POLISH_TIME_SHARE = 0.1
@@ -178,12 +191,37 @@ def default_pop_size(algorithm: str, n: int) -> int:
     return int(min(400, max(60, 20 * n)))
 
 
-def compile_choice(compile, work: int) -> bool:
+def compile_choice(compile, work: int, generations: int | None = None) -> bool:
+    """Whether to compile: ``compile`` as given, or for ``"auto"`` when ``work`` (numbers
+    per generation) reaches :data:`COMPILE_THRESHOLD` and, where the expected run length
+    ``generations`` is given (batches), ``work * generations`` reaches
+    :data:`COMPILE_RUN_WORK`."""
     if compile == "auto":
+        if generations is not None and work * generations < COMPILE_RUN_WORK:
+            return False
         return work >= COMPILE_THRESHOLD
     if isinstance(compile, bool):
         return compile
     raise OptionError(f"compile must be 'auto', True or False, got {compile!r}")
+
+
+def _gpu_possible(device, work: int) -> bool:
+    """Whether ``device`` may put ``work`` on a GPU (``"auto"`` with CUDA available and
+    work from ``AUTO_CUDA_WORK``; any non-CPU device); torch is asked only where it is
+    already imported or the work is that large."""
+    from ..engine._backend import AUTO_CUDA_WORK
+
+    if not isinstance(device, str):
+        return getattr(device, "type", "cpu") != "cpu"
+    if device == "cpu":
+        return False
+    if device != "auto":
+        return True
+    if work < AUTO_CUDA_WORK:
+        return False
+    import torch  # only for large work: whether CUDA may take it
+
+    return bool(torch.cuda.is_available())
 
 
 def _make_repair(problem, opts, fit, P, tol, bounds, rng, S, backend):
@@ -273,10 +311,14 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
     S += S % 2
     starts = starts_of(problem, opts.x0, S) if resume is None else None  # checked early
     work = S * n * B
-    use_compile = compile_choice(compile, work)
+    run = None if B == 1 else min(BATCH_GENERATIONS, opts.max_generations or BATCH_GENERATIONS)
+    use_compile = compile_choice(compile, work, run)
     # a resumed run continues on its backend (checkpoints from before backends: torch)
     backend = (settings or {}).get("backend", "torch") if resume is not None else None
-    backend = backend or choose_backend(opts.backend, device, compile, work)
+    # an eager batch stays on NumPy on the CPU (cheaper than eager torch at every size
+    # measured) unless a GPU may take it: the single solve's rule is left as it is
+    bwork = work if B == 1 or use_compile or _gpu_possible(device, work) else 0
+    backend = backend or choose_backend(opts.backend, device, compile, bwork)
     import_s = 0.0
     if backend == "torch":
         t0, fresh = time.perf_counter(), "torch" not in sys.modules

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["polish_batch", "evals_per_iteration", "restore", "budget_left", "KEEP_BACK"]
+__all__ = ["polish_batch", "evals_per_iteration", "restore", "budget_left", "KEEP_BACK",
+           "evaluators", "near_active"]
 
 
 def evals_per_iteration(problem) -> int:
@@ -32,43 +33,18 @@ def evals_per_iteration(problem) -> int:
     return 2 + 2 * int((~problem.integer).sum())
 
 
-def polish_batch(problem, X0: np.ndarray, M: np.ndarray, left=None, *, margin=0.0,
-                 iters: int = 12):
-    """Refine ``X0`` (N, B) with parameters ``M`` (n_p, B).
-
-    ``left`` (B,) is each instance's remaining evaluation budget (None: unlimited).
-    Returns ``(X (N, B), used (B,) int, converged (B,) bool)``.
-    """
-    from ._polish import conjunctive_leaves
-
-    N, B = X0.shape
-    free = ~problem.integer
-    nf = int(free.sum())
-    used = np.zeros(B, dtype=np.int64)
-    if nf == 0:
-        return X0.copy(), used, np.zeros(B, dtype=bool)
+def evaluators(problem):
+    """``(vals, ders)`` on float64 points (N, k) with parameters (n_p, k), in the
+    minimizing sense: ``vals -> (f (k,), C (L, k))``, ``ders -> (g (N, k), J (L, N, k))``
+    (broadcast where the generated code returns them unbatched); None when the problem
+    has no exact derivatives."""
     try:
         deriv = problem.lowering.derivatives("numpy")
-    except Exception:  # no exact derivatives: nothing to do here, SLSQP decides
-        return X0.copy(), used, np.zeros(B, dtype=bool)
+    except Exception:
+        return None
     leaves = problem.lowering.functions("numpy")["leaves"]
     sign = -1.0 if problem.maximize else 1.0
-    L = len(problem.leaves)
-    usable = np.zeros(L, dtype=bool)
-    usable[conjunctive_leaves(problem)] = True
-    eq = np.array([lf.kind == "eq" for lf in problem.leaves], dtype=bool)
-    lo, hi = problem.lower[:, None], problem.upper[:, None]
-    fcol = free[:, None]
-    cost = evals_per_iteration(problem)
-    budget_iters = np.full(B, iters) if left is None else \
-        np.minimum(iters, (np.asarray(left) - 2) // cost)  # 2: the active-set evaluation
-    go = budget_iters > 0
-    if not go.all():  # only the instances with budget for an iteration are evaluated
-        x, conv = X0.copy(), np.zeros(B, dtype=bool)
-        if go.any():
-            x[:, go], used[go], conv[go] = polish_batch(
-                problem, X0[:, go], M[:, go], np.asarray(left)[go], margin=margin, iters=iters)
-        return x, used, conv
+    N, L = problem.n, len(problem.leaves)
 
     def vals(X, P):
         with np.errstate(all="ignore"):
@@ -87,15 +63,55 @@ def polish_batch(problem, X0: np.ndarray, M: np.ndarray, left=None, *, margin=0.
             np.zeros((0, N, k))
         return sign * g, J
 
+    return vals, ders
+
+
+def polish_batch(problem, X0: np.ndarray, M: np.ndarray, left=None, *, margin=0.0,
+                 iters: int = 12, active=None):
+    """Refine ``X0`` (N, B) with parameters ``M`` (n_p, B).
+
+    ``left`` (B,) is each instance's remaining evaluation budget (None: unlimited).
+    ``active`` (L, B) bool: the active set to hold (a warm start carries the one of the
+    solution it starts from); None: found at ``X0`` as described above.
+    Returns ``(X (N, B), used (B,) int, converged (B,) bool)``.
+    """
+    from ._polish import conjunctive_leaves
+
+    N, B = X0.shape
+    free = ~problem.integer
+    nf = int(free.sum())
+    used = np.zeros(B, dtype=np.int64)
+    if nf == 0:
+        return X0.copy(), used, np.zeros(B, dtype=bool)
+    funcs = evaluators(problem)
+    if funcs is None:  # no exact derivatives: nothing to do here, SLSQP decides
+        return X0.copy(), used, np.zeros(B, dtype=bool)
+    vals, ders = funcs
+    L = len(problem.leaves)
+    usable = np.zeros(L, dtype=bool)
+    usable[conjunctive_leaves(problem)] = True
+    eq = np.array([lf.kind == "eq" for lf in problem.leaves], dtype=bool)
+    lo, hi = problem.lower[:, None], problem.upper[:, None]
+    fcol = free[:, None]
+    cost = evals_per_iteration(problem)
+    budget_iters = np.full(B, iters) if left is None else \
+        np.minimum(iters, (np.asarray(left) - 2) // cost)  # 2: the active-set evaluation
+    go = budget_iters > 0
+    if not go.all():  # only the instances with budget for an iteration are evaluated
+        x, conv = X0.copy(), np.zeros(B, dtype=bool)
+        if go.any():
+            x[:, go], used[go], conv[go] = polish_batch(
+                problem, X0[:, go], M[:, go], np.asarray(left)[go], margin=margin, iters=iters,
+                active=None if active is None else active[:, go])
+        return x, used, conv
+
     x = np.clip(X0.astype(np.float64), lo, hi)
     _, C0 = vals(x, M)
     _, J0 = ders(x, M)
     used += 2
-    gn = np.sqrt(np.sum(np.where(fcol[None], J0, 0.0) ** 2, axis=1))           # (L, B)
-    with np.errstate(all="ignore"):
-        dist = np.where(gn > 0, np.abs(C0) / gn, np.inf)
-    near = dist <= 1e-4 * (1.0 + np.sqrt(np.sum(x * x, axis=0)))[None]
-    active = usable[:, None] & (eq[:, None] | near) & np.isfinite(C0)          # (L, B)
+    if active is None:
+        active = usable[:, None] & (eq[:, None] | near_active(C0, J0, x, fcol))  # (L, B)
+    active = active & usable[:, None] & np.isfinite(C0)
     free_idx = np.flatnonzero(free)
     running = budget_iters > 0
     converged = np.zeros(B, dtype=bool)
@@ -159,6 +175,15 @@ def polish_batch(problem, X0: np.ndarray, M: np.ndarray, left=None, *, margin=0.
         converged[b] = small & ok
         running[b] = ~converged[b] & ok
     return x, used, converged
+
+
+def near_active(C, J, x, fcol, rel: float = 1e-4):
+    """(L, B) bool: the inequalities within ``rel (1 + |x|)`` of their boundary (value
+    over the norm of the gradient in the free genes ``fcol`` (N, 1))."""
+    gn = np.sqrt(np.sum(np.where(fcol[None], J, 0.0) ** 2, axis=1))           # (L, B)
+    with np.errstate(all="ignore"):
+        dist = np.where(gn > 0, np.abs(C) / gn, np.inf)
+    return dist <= rel * (1.0 + np.sqrt(np.sum(x * x, axis=0)))[None]
 
 
 #: How far inside its boundary :func:`restore` aims a violated inequality.
