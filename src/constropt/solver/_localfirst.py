@@ -16,8 +16,8 @@ parameters and keeps its active set between breakpoints.  So before any global s
 4. each local answer is tested (:func:`kkt_test`): feasible in the float64 check, a KKT
    point (stationary, multipliers of the right sign, bound-held genes pushed the right
    way) with a reduced Hessian that is not negative (second order).  An anchor is
-   answered when at least two starts pass and every start that passes agrees on the
-   objective; another instance when both of its warm starts pass and agree.
+   answered when every start passes and all agree on the objective; another instance
+   when both of its warm starts pass and agree.
 
 The instances left (answers that disagree, fail, or cannot be verified) go to the global
 search; every answer then takes the exact check and the status rules of every mode
@@ -201,7 +201,7 @@ def kkt_test(problem, X: np.ndarray, M: np.ndarray, tol: float = 1e-6):
     scale = 1.0 + np.max(np.abs(g), axis=0)
     ok = np.all(np.isfinite(gl), axis=0) & np.all(np.isfinite(lam), axis=0)
     ok &= np.max(np.where(free, np.abs(gl), 0.0), axis=0) <= tol * scale
-    ok &= np.min(np.where(act, lam, 0.0), axis=0) >= -tol * scale
+    ok &= np.min(np.where(act, lam, 0.0), axis=0, initial=0.0) >= -tol * scale  # L may be 0
     # a gene on a side of the box: moving it inwards must not lower the Lagrangian
     ok &= np.all(~at_lo | (gl >= -tol * scale), axis=0)
     ok &= np.all(~at_hi | (gl <= tol * scale), axis=0)
@@ -288,7 +288,10 @@ def solve_anchors(problem, M: np.ndarray, seed: int):
     best = fm[j, np.arange(A)]
     agree = np.where(np.isfinite(fm), _agree(best[None], fm), True).all(axis=0)
     passed = np.isfinite(fm).sum(axis=0)
-    good = np.isfinite(best) & agree & (passed >= 2)
+    # every start must pass and agree: a start that fails (it ran toward a pole, off
+    # to a side, into a region where nothing converges) is a sign of what a local
+    # answer cannot rule out, and the instance goes to the global search
+    good = np.isfinite(best) & agree & (passed == STARTS)
     pick = j * A + np.arange(A)
     return (good, x[:, pick], f[pick], V[:, pick], act[:, pick],
             used.reshape(STARTS, A).sum(axis=0))
