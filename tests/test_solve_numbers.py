@@ -130,7 +130,7 @@ def test_a_fresh_first_solve_accounts_for_its_wall_time():
 def test_nfev_counts_every_evaluation(monkeypatch):
     counted = {"numpy": 0, "polish": 0}
     from constropt.problem import _evaluate
-    from constropt.solver import _expand, _finish, _verdict
+    from constropt.solver import _expand, _finish, _poles, _rays, _verdict
 
     report = _evaluate.report_numpy
 
@@ -144,7 +144,8 @@ def test_nfev_counts_every_evaluation(monkeypatch):
         add(self)
         counted["polish"] += 1
 
-    for module in (_evaluate, _expand, _finish, _verdict):  # every float64 evaluation
+    # every float64 evaluation (the ray and pole probes of the verdict included)
+    for module in (_evaluate, _expand, _finish, _verdict, _rays, _poles):
         monkeypatch.setattr(module, "report_numpy", counting_report)
     monkeypatch.setattr(_polish.Counter, "add", counting_add)
     from constropt.solver import _newton
