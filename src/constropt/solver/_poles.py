@@ -11,15 +11,14 @@ returns a huge but finite objective (``-9e15``).  Used by the verdict
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..problem._evaluate import report_numpy
 from ._result import Status
-from ._verdict import _DECADES
+from ._verdict import _DECADES, ProbeVerdict
 
-__all__ = ["PoleVerdict", "pole_probe", "pole_cost", "pole_status"]
+__all__ = ["pole_probe", "pole_cost", "pole_status"]
 
 #: Decades (steps of ``10**-k`` box widths) at which the screening samples each coordinate
 #: on both sides of the point.  Three decades apart, a smooth function's change shrinks by
@@ -53,26 +52,6 @@ _BETTER = 1e-6
 POLE_SUSPECT = 1e12
 
 
-@dataclass(frozen=True)
-class PoleVerdict:
-    """What :func:`pole_probe` found near the returned point.
-
-    ``status`` is ``UNBOUNDED`` (the objective falls by a steady step per decade over the
-    last ``_DECADES + 1`` decades of an approach to the point, down to a few ulps from
-    it), ``NOT_CONFIRMED`` (near a pole-like fall, a point better than the result), or
-    None; ``point`` the sample that says so, ``fun`` its objective (user's sense),
-    ``where`` the approach in words, ``used`` the evaluations spent and ``short`` whether
-    the budget left coordinates unscreened.
-    """
-
-    status: Status | None
-    point: np.ndarray | None
-    fun: float
-    where: str
-    used: int
-    short: bool
-
-
 def pole_cost(problem) -> int:
     """Evaluations the screening of :func:`pole_probe` needs at most."""
     return 2 * _SCREEN.size * int((~problem.integer).sum())
@@ -86,7 +65,7 @@ def _names(problem):
     return names
 
 
-def pole_probe(problem, box, x, f, pvec, budget=None) -> PoleVerdict:
+def pole_probe(problem, box, x, f, pvec, budget=None) -> ProbeVerdict:
     """Does the objective diverge (optimization direction) toward ``x`` (objective ``f``,
     user's sense), the final point, along a coordinate?
 
@@ -115,7 +94,7 @@ def pole_probe(problem, box, x, f, pvec, budget=None) -> PoleVerdict:
                                                               left)
         used, left, short = used + u, left - u, short or sh
         if status is Status.UNBOUNDED:
-            return PoleVerdict(status, point, sign * fm, where, used, short)
+            return ProbeVerdict(status, point, sign * fm, where, used, short)
         if status is None:
             break
         found = (point, fm, where)
@@ -124,8 +103,8 @@ def pole_probe(problem, box, x, f, pvec, budget=None) -> PoleVerdict:
         if fm0 < found[1]:
             found = (x, fm0, where)
     if found is None:
-        return PoleVerdict(None, None, math.nan, "", used, short)
-    return PoleVerdict(Status.NOT_CONFIRMED, found[0], sign * found[1], found[2], used,
+        return ProbeVerdict(None, None, math.nan, "", used, short)
+    return ProbeVerdict(Status.NOT_CONFIRMED, found[0], sign * found[1], found[2], used,
                        short)
 
 

@@ -8,15 +8,14 @@ of the default box, not a bound the user gave.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..problem._evaluate import report_numpy
 from ._result import Status
-from ._verdict import _DECADES, UNBOUNDED_LEVEL
+from ._verdict import _DECADES, UNBOUNDED_LEVEL, ProbeVerdict
 
-__all__ = ["RayVerdict", "ray_probe", "ray_cost", "edge_suspect"]
+__all__ = ["ray_probe", "ray_cost", "edge_suspect"]
 
 #: Powers of ten (in box widths) at which the screening of :func:`ray_probe` samples a ray
 #: beyond a soft side; a ray with a better feasible sample is then sampled at every power
@@ -35,26 +34,6 @@ _BETTER = 1e-6
 
 #: Share of the box width within which a point presses on a side (as in ``_expand``).
 _NEAR = 1e-3
-
-
-@dataclass(frozen=True)
-class RayVerdict:
-    """What :func:`ray_probe` found beyond the soft sides of the search box.
-
-    ``status`` is ``UNBOUNDED`` (a feasible point beyond :data:`UNBOUNDED_LEVEL`, or a
-    feasible ray to infinity on which the objective keeps falling by a steady step per
-    decade), ``NOT_CONFIRMED`` (a feasible point better than the result, without such a
-    proof), or None (nothing better found); ``point`` the sample that says so,
-    ``fun`` its objective (user's sense), ``where`` the ray in words, ``used`` the
-    evaluations spent and ``short`` whether the budget cut the probe short.
-    """
-
-    status: Status | None
-    point: np.ndarray | None
-    fun: float
-    where: str
-    used: int
-    short: bool
 
 
 def _rays(problem, box, x):
@@ -121,7 +100,7 @@ def ray_cost(problem, box, x) -> int:
     return int(dirs.shape[0] * _RAY_SCREEN.size)
 
 
-def ray_probe(problem, box, x, f, pvec, budget=None) -> RayVerdict:
+def ray_probe(problem, box, x, f, pvec, budget=None) -> ProbeVerdict:
     """Is there a feasible point beyond a soft side of ``box`` (a side the search box
     got by default, not a given bound) that is better than the result ``x``
     (objective ``f``, user's sense), or a proof that the objective is unbounded there?
@@ -192,16 +171,16 @@ def ray_probe(problem, box, x, f, pvec, budget=None) -> RayVerdict:
         k = int(np.argmin(np.where(good, fm, np.inf)))
         cand = (float(fm[k]), P[:, k].copy(), q)
         if fm[k] <= -UNBOUNDED_LEVEL:
-            return RayVerdict(Status.UNBOUNDED, cand[1], sign * cand[0], desc[q], used,
+            return ProbeVerdict(Status.UNBOUNDED, cand[1], sign * cand[0], desc[q], used,
                               short)
         if powers is not None and not limited and _steady(fm, ok, powers):
-            return RayVerdict(Status.UNBOUNDED, P[:, -1].copy(), sign * float(fm[-1]),
+            return ProbeVerdict(Status.UNBOUNDED, P[:, -1].copy(), sign * float(fm[-1]),
                               desc[q], used, short)
         if best is None or cand[0] < best[0]:
             best = cand
     if best is None:
-        return RayVerdict(None, None, math.nan, "", used, short)
-    return RayVerdict(Status.NOT_CONFIRMED, best[1], sign * best[0], desc[best[2]], used,
+        return ProbeVerdict(None, None, math.nan, "", used, short)
+    return ProbeVerdict(Status.NOT_CONFIRMED, best[1], sign * best[0], desc[best[2]], used,
                       short)
 
 

@@ -7,6 +7,7 @@ an undefined or unbounded objective the same way.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -14,12 +15,34 @@ from ..problem._evaluate import report_numpy
 from ._result import Status
 
 __all__ = ["UNBOUNDED_LEVEL", "check_point", "objective_verdict", "diverges",
-           "diverges_many", "point_dict", "infeasible_status"]
+           "diverges_many", "point_dict", "infeasible_status", "ProbeVerdict"]
 
 #: A feasible objective beyond this magnitude (in the direction of optimization) is
 #: reported as unbounded (status ``UNBOUNDED``, ``success=False``); so is one that keeps
 #: improving by orders of magnitude as the best point approaches a box edge.
 UNBOUNDED_LEVEL = 1e30
+
+
+@dataclass(frozen=True)
+class ProbeVerdict:
+    """What a probe of the returned point found: the ray probe beyond the soft sides of
+    the box (:func:`._rays.ray_probe`) or the pole probe beside the point
+    (:func:`._poles.pole_probe`).
+
+    ``status`` is ``UNBOUNDED`` (a proof: a feasible point beyond
+    :data:`UNBOUNDED_LEVEL`, or an objective falling by a steady step per decade along
+    the probe), ``NOT_CONFIRMED`` (a feasible point better than the result, without such
+    a proof), or None (nothing better found); ``point`` the sample that says so,
+    ``fun`` its objective (user's sense), ``where`` the ray or approach in words,
+    ``used`` the evaluations spent and ``short`` whether the budget cut the probe short.
+    """
+
+    status: Status | None
+    point: np.ndarray | None
+    fun: float
+    where: str
+    used: int
+    short: bool
 
 
 def check_point(problem, x: np.ndarray, pvec: np.ndarray):
