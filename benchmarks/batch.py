@@ -224,6 +224,13 @@ def ranks(B, rounds, seed):
     return out
 
 
+def _table_row(m) -> str:
+    """One size's row of a problem's table: times, ratio, error, local answers, checks."""
+    return (f"| {m['B']:,} | {m['batch']:.4f} | {m['scipy']:.4f} | "
+            f"{m['scipy'] / m['batch']:.2f}x | {m['err']:.2e} | {m['local']:,} | "
+            f"{m['feasible'] and m['success']} |")
+
+
 def main(argv=None) -> str:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10,100,1000,10000",
@@ -274,10 +281,7 @@ def main(argv=None) -> str:
         "| B | solve_batch (s) | loop of SLSQP (s) | loop / batch | max error of solve_batch |"
         " local | all feasible, success |",
         "|---|---|---|---|---|---|---|"]
-    for m in rows:
-        lines.append(f"| {m['B']:,} | {m['batch']:.4f} | {m['scipy']:.4f} | "
-                     f"{m['scipy'] / m['batch']:.2f}x | {m['err']:.2e} | {m['local']:,} | "
-                     f"{m['feasible'] and m['success']} |")
+    lines += [_table_row(m) for m in rows]
     by = {m["B"]: m for m in rows}
     if 1000 in by and 10000 in by:
         lines += ["", f"1,000 -> 10,000 instances: solve_batch x"
@@ -304,10 +308,7 @@ def main(argv=None) -> str:
         "| B | solve_batch (s) | multistart SLSQP loop (s) | loop / batch | max abs. difference |"
         " local | all feasible, success |",
         "|---|---|---|---|---|---|---|"]
-    for m in rows:
-        lines.append(f"| {m['B']:,} | {m['batch']:.4f} | {m['scipy']:.4f} | "
-                     f"{m['scipy'] / m['batch']:.2f}x | {m['err']:.2e} | {m['local']:,} | "
-                     f"{m['feasible'] and m['success']} |")
+    lines += [_table_row(m) for m in rows]
     if args.shard_instances:
         B = args.shard_instances
         sh = ranks(B, R, seed)
