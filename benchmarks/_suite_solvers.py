@@ -76,7 +76,7 @@ def final_check(problem, pvec, x):
 # --------------------------------------------------------------------------- solvers
 
 def _leaf_rows(problem):
-    from constropt.solver._polish import conjunctive_leaves
+    from constropt.local._polish import conjunctive_leaves
 
     conj = conjunctive_leaves(problem)
     if len(conj) != len(problem.leaves):

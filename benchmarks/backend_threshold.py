@@ -56,7 +56,7 @@ def main(argv=None) -> str:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
     args = ap.parse_args(argv)
-    from constropt.engine._backend import NUMPY_MAX_WORK
+    from constropt.backend._devices import NUMPY_MAX_WORK
 
     sizes = [(40, 3), (120, 10), (300, 20), (400, 50), (1000, 50), (4000, 50)]
     if args.quick:

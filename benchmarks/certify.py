@@ -3,7 +3,7 @@
 For every problem of :mod:`constropt.benchmarks` with at most ``--max-vars`` (8)
 variables: one ``constropt.solve(bench.problem(), seed=0)`` gives the incumbent (its
 time is reported apart), then the interval branch-and-bound
-(:func:`constropt.solver._certify.certify`) runs for at most ``--budget`` seconds with
+(:func:`constropt.certify._bnb.certify`) runs for at most ``--budget`` seconds with
 target gap 1e-6.  Reported per problem: the proven bound and the relative gap
 reached, boxes processed per second, and the seconds until the gap first fell to 1e-4
 and to 1e-6 ("-" when it did not).  With a CUDA device present, the same run on the
@@ -33,7 +33,7 @@ from _machine import LoadMonitor, emit, header  # noqa: E402
 
 import constropt  # noqa: E402
 from constropt import benchmarks  # noqa: E402
-from constropt.solver._certify import certify  # noqa: E402
+from constropt.certify._bnb import certify  # noqa: E402
 
 
 def _fmt_t(times: dict, key: float) -> str:

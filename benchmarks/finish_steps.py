@@ -1,8 +1,8 @@
 """Cost of the finishing steps of issue 14 on small problems, side by side in one run.
 
 ``solve`` with defaults, interleaved seed by seed in one process, with the Newton
-restoration (``solver/_newton.py``, ``restore``) and the bound flips
-(``solver/_intsearch.py``, ``bound_flips``) on ("new") and replaced by no-ops ("old").
+restoration (``local/_newton.py``, ``restore``) and the bound flips
+(``finish/_intsearch.py``, ``bound_flips``) on ("new") and replaced by no-ops ("old").
 The integer search never runs on these continuous problems.  Prints the median wall
 time of each and the ratio new / old, and the median evaluations.
 
@@ -27,8 +27,8 @@ def main() -> None:
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     import constropt
-    import constropt.solver._intsearch as intsearch
-    import constropt.solver._newton as newton
+    import constropt.finish._intsearch as intsearch
+    import constropt.local._newton as newton
     from constropt import benchmarks
 
     restore, flips = newton.restore, intsearch.bound_flips

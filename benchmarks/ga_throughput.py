@@ -104,7 +104,7 @@ def main(argv=None) -> str:
             G = GENERATIONS.get(S, 30)
             if args.quick:
                 G = max(5, G // 4)
-            from constropt.engine._backend import resolve_device, resolve_dtype
+            from constropt.backend._devices import resolve_device, resolve_dtype
 
             dt = resolve_dtype(args.dtype, resolve_device(args.device), S * problem.n)
             for comp in (False, True):

@@ -120,7 +120,7 @@ def test_checkpoint_resume_on_numpy(tmp_path):
 
 
 def test_auto_picks_numpy_for_small_work_and_torch_for_large():
-    from constropt.engine._backend import NUMPY_MAX_WORK
+    from constropt.backend._devices import NUMPY_MAX_WORK
 
     p = _problem("G08")  # 2 variables
     small = constropt.solve(p, seed=0, max_generations=3, polish=False)

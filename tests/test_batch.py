@@ -76,7 +76,7 @@ def test_bad_batch_input(disc):
 def test_unboundedness_probe_is_vectorized_over_instances(monkeypatch):
     # diverges_many must give, column by column, what the one-point probe gives, however
     # the instances are grouped (each group is one evaluation per probe step)
-    from constropt.solver import _verdict
+    from constropt.finish import _verdict
 
     p = constropt.Problem(c * sp.log(x), [x > 0, x <= 1], bounds={x: (0, 1)},
                           parameters={c: 1.0})

@@ -14,7 +14,7 @@ import sympy as sp
 
 import constropt
 from constropt import OptionError, benchmarks
-from constropt.solver._certify import certify
+from constropt.certify._bnb import certify
 
 x, y, z = sp.symbols("x y z", real=True)
 n, m = sp.symbols("n m", integer=True)

@@ -15,11 +15,11 @@ import torch
 
 import constropt
 from constropt import benchmarks
+from constropt.certify._bnb import certify
+from constropt.certify._exclusion import exclusion_box, second_order_bound
+from constropt.certify._nodes import contract_nodes, forward_nodes
 from constropt.lowering._interval_model import IntervalModel
 from constropt.problem._fbbt import required_leaves
-from constropt.solver._certify import certify
-from constropt.solver._certify_exclusion import exclusion_box, second_order_bound
-from constropt.solver._certify_nodes import contract_nodes, forward_nodes
 
 x, y, z = sp.symbols("x y z", real=True)
 
@@ -86,7 +86,7 @@ def test_exclusion_box_bound_is_below_the_minimum():
                           bounds={x: (-5, 5), y: (-5, 5)})
     # minimum on x + y = 4: f = (x-1)^2 + (2-x)^2 + x(4-x) = x^2 - 2x + 5 -> (1, 3), 4
     m, _ = _model(p)
-    from constropt.solver._certify import multipliers
+    from constropt.certify._bnb import multipliers
     xs = np.array([1.0, 3.0])
     lam = multipliers(m, p, p.parameter_vector(), xs)
     P = torch.tensor(np.concatenate([p.parameter_vector(), lam]))

@@ -18,9 +18,9 @@ import sympy as sp
 
 import constropt
 from constropt import benchmarks
-from constropt.solver._deadgenes import dead_genes, revive
-from constropt.solver._finish import polish_from
-from constropt.solver._verdict import check_point
+from constropt.finish._deadgenes import dead_genes, revive
+from constropt.finish._finish import polish_from
+from constropt.finish._verdict import check_point
 
 C = (0, 1, 5, 8)
 Z = sum(math.exp(-c) for c in C)

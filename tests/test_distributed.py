@@ -259,10 +259,10 @@ def _engine(algorithm, handling="feasibility", backend="torch"):
     ``backend`` (NumPy arrays or torch tensors)."""
     import torch
 
+    from constropt.backend._arrays import Random, asarray
     from constropt.engine import _de, _ga
     from constropt.engine._algorithms import DE, GA
     from constropt.engine._handling import make_handler
-    from constropt.engine._xp import Random, asarray
 
     x, y = sp.symbols("x y")
     problem = constropt.Problem(sp.sin(3 * x) + y**2, [x + y <= 1],
@@ -307,8 +307,8 @@ def test_inject_replaces_the_worst_and_keeps_the_order(algorithm, handling, back
     stays on its own backend."""
     import torch
 
+    from constropt.backend._arrays import is_torch, to_numpy
     from constropt.engine._ranking import order
-    from constropt.engine._xp import is_torch, to_numpy
 
     alg, state = _engine(algorithm, handling, backend)
     full = alg.population(state)

@@ -121,7 +121,7 @@ def test_search_steps_inspects_and_finishes_like_solve():
 def test_auto_device_keeps_small_work_on_the_cpu(monkeypatch):
     import torch
 
-    from constropt.engine._backend import AUTO_CUDA_WORK, resolve_device
+    from constropt.backend._devices import AUTO_CUDA_WORK, resolve_device
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert resolve_device("auto", 40 * 3).type == "cpu"

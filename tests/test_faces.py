@@ -17,9 +17,9 @@ import sympy as sp
 
 import constropt
 from constropt import benchmarks
-from constropt.solver._intsearch import bound_flips, integer_search
-from constropt.solver._newton import restore
-from constropt.solver._verdict import check_point
+from constropt.finish._intsearch import bound_flips, integer_search
+from constropt.finish._verdict import check_point
+from constropt.local._newton import restore
 
 
 def _units_problem():

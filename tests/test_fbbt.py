@@ -11,8 +11,8 @@ import sympy as sp
 
 import constropt
 from constropt import BoundsWarning, Status
+from constropt.certify._result import LEAST_EVALS, LEAST_SAMPLES, LEAST_STARTS
 from constropt.problem._fbbt import propagate
-from constropt.solver._certify_result import LEAST_EVALS, LEAST_SAMPLES, LEAST_STARTS
 
 x, y, z = sp.symbols("x y z", real=True)
 n, m = sp.symbols("n m", integer=True)

@@ -12,13 +12,13 @@ import sympy as sp
 
 import constropt
 from constropt.benchmarks import get
+from constropt.finish._finish import polish_from
+from constropt.finish._verdict import check_point
+from constropt.finish._verify import _jacobian, _newton_moves, certify_point
+from constropt.local._newton import INSIDE, restore
+from constropt.local._polish import STATIONARY, stationarity
 from constropt.solver._build import default_restarts, independent_restarts
-from constropt.solver._finish import polish_from
-from constropt.solver._newton import INSIDE, restore
 from constropt.solver._options import SolveOptions
-from constropt.solver._polish import STATIONARY, stationarity
-from constropt.solver._verdict import check_point
-from constropt.solver._verify import _jacobian, _newton_moves, certify
 
 # the GA's final point on RC02 at seed 24 (500,000 evaluations): float64 finds it
 # feasible; exactly, x3 + 1e4 x8 - 5e6 is 6e-11 past its band |h| <= 1e-4 while
@@ -49,7 +49,7 @@ def test_certify_moves_two_equalities_leaning_on_their_bands_together():
     x = np.array(RC02_GA_END)
     f, V = check_point(p, x, pv)
     assert np.all(V == 0)  # float64 cannot tell
-    c = certify(p, x, pv, f, V)
+    c = certify_point(p, x, pv, f, V)
     assert c.feasible and c.verification.repaired and c.note == ""
     assert c.evaluations <= 3
     # a move of ulps: the objective stays where it was (below f*: the bands allow it)
@@ -162,7 +162,7 @@ def test_ga_restart_leaves_the_wrong_basin_on_rc25(seed, before):
 
 
 def test_polish_reserve_grows_with_the_continuous_genes():
-    from constropt.solver._finish import RESERVE_PER_GENE, Budget
+    from constropt.finish._finish import RESERVE_PER_GENE, Budget
 
     # G22 (22 genes) at 500,000: the search ran to its share in 15 of 25 runs, and 300
     # evaluations (plus the last generation's rest) left 3 of them infeasible

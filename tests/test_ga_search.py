@@ -39,8 +39,8 @@ def test_scaled_polish_reaches_rc29_from_a_ga_point():
     import numpy as np
 
     from constropt import benchmarks
-    from constropt.solver._polish import polish
-    from constropt.solver._verdict import check_point
+    from constropt.finish._verdict import check_point
+    from constropt.local._polish import polish
 
     b = benchmarks.get("RC29")
     problem = b.problem()

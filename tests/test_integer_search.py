@@ -15,10 +15,10 @@ import sympy as sp
 
 import constropt
 from constropt import benchmarks
-from constropt.solver._finish import polish_from
-from constropt.solver._intsearch import integer_search
-from constropt.solver._newton import restore
-from constropt.solver._verdict import check_point
+from constropt.finish._finish import polish_from
+from constropt.finish._intsearch import integer_search
+from constropt.finish._verdict import check_point
+from constropt.local._newton import restore
 
 
 def _setup(name):
@@ -125,7 +125,7 @@ def test_solve_defaults_on_ex1221(seed):
 def test_bound_flip_mirrors_rc04_residence_times():
     # RC04's search ends at (x5, x6) = (16, 1e-5), a local optimum 0.0134 worse; the
     # optimum is the mirror (1e-5, 16), which SLSQP cannot reach from a box side
-    from constropt.solver._intsearch import bound_flips
+    from constropt.finish._intsearch import bound_flips
 
     bench, problem, pvec = _setup("RC04")
     x0 = np.clip([0.3908774557935216, 0.39077707837620507, 0.37466138700520596,
@@ -141,7 +141,7 @@ def test_bound_flip_mirrors_rc04_residence_times():
 
 
 def test_bound_flips_leave_an_interior_point_alone():
-    from constropt.solver._intsearch import bound_flips
+    from constropt.finish._intsearch import bound_flips
 
     bench, problem, pvec = _setup("HS065")  # x* is interior (an active ball)
     x = np.array(bench.x_star)

@@ -16,7 +16,7 @@ import pytest
 import sympy as sp
 
 import constropt
-from constropt.solver._snap import integer_sets
+from constropt.finish._snap import integer_sets
 
 ALLOWED = (1, 2, 3, 5, 8, 10, 12)
 a = sp.symbols("a1:4", integer=True)
@@ -71,7 +71,7 @@ def _truss():
 
 
 def test_interval_screen_keeps_only_better_feasible_truss_assignments():
-    from constropt.solver._intsearch import _screen, _values
+    from constropt.finish._intsearch import _screen, _values
 
     bench = _truss()
     problem = bench.problem()
@@ -119,8 +119,8 @@ def test_screen_from_an_infeasible_truss_end_reaches_the_optimum():
     # equality gives) and the result was INFEASIBLE; the screen, with no objective bound
     # yet, tries the assignments best bound first and the first feasible end bounds the
     # rest
-    from constropt.solver._intsearch import integer_search
-    from constropt.solver._verdict import check_point
+    from constropt.finish._intsearch import integer_search
+    from constropt.finish._verdict import check_point
 
     bench = _truss()
     problem = bench.problem()
@@ -138,8 +138,8 @@ def test_screen_from_an_infeasible_end_keeps_it_when_no_assignment_is_feasible()
     # the same truss with x4 <= 1: 0.634 i1 + 2.828 i3 <= x4 needs x4 >= 3.462 for every
     # allowed triple, which the interval screen proves, so no assignment is polished and
     # the infeasible point comes back as it was
-    from constropt.solver._intsearch import integer_search
-    from constropt.solver._verdict import check_point
+    from constropt.finish._intsearch import integer_search
+    from constropt.finish._verdict import check_point
 
     bench = _truss()
     x4 = bench.variables[3]
@@ -161,8 +161,8 @@ def test_screened_move_starts_inside_the_propagated_box():
     # has no gradient.  Started inside the box propagation leaves for the assignment, it
     # reaches the optimum 99.238
     from constropt import benchmarks
-    from constropt.solver._intsearch import integer_search
-    from constropt.solver._verdict import check_point
+    from constropt.finish._intsearch import integer_search
+    from constropt.finish._verdict import check_point
 
     bench = benchmarks.get("RC11")
     problem = bench.problem()
@@ -182,8 +182,8 @@ def test_truss_screen_move_costs_a_few_evaluations(areas):
     # from either feasible end the search reached, the screen's first assignment is the
     # optimum; its polish starts 1% inside the band propagation gives x4 (2e-6 wide), not
     # on the band's outward-rounded end, where SLSQP spent 1,154 evaluations
-    from constropt.solver._intsearch import integer_search
-    from constropt.solver._verdict import check_point
+    from constropt.finish._intsearch import integer_search
+    from constropt.finish._verdict import check_point
 
     bench = _truss()
     problem = bench.problem()
@@ -199,7 +199,7 @@ def test_truss_screen_move_costs_a_few_evaluations(areas):
 
 
 def test_start_in_keeps_a_share_of_each_finite_width_from_the_sides():
-    from constropt.solver._intbnb import BOX_INSIDE, start_in
+    from constropt.finish._intbnb import BOX_INSIDE, start_in
 
     lo = np.array([0.0, 1.0, -np.inf, 2.0])
     hi = np.array([10.0, 1.0, 5.0, np.inf])

@@ -217,7 +217,7 @@ def test_result_to_scipy_fields(solved2):
 
 
 def test_result_status_codes(solved2):
-    from constropt.solver._scipy import SCIPY_STATUS
+    from constropt.problem._scipy import SCIPY_STATUS
 
     assert set(SCIPY_STATUS) == {s.name for s in Status}
     assert len(set(SCIPY_STATUS.values())) == len(SCIPY_STATUS)
@@ -251,8 +251,8 @@ def test_vector_variables_get_exact_jacobians():
 def test_one_strict_margin_for_polish_to_scipy_and_cross_check():
     """The polish, to_scipy() and the cross-check's DE build their constraints in one
     bridge: a strict ``x > 1`` becomes ``x >= 1 + STRICT_MARGIN`` for all three."""
-    from constropt.solver._polish import polish
-    from constropt.solver._scipy import STRICT_MARGIN, ScipyBridge
+    from constropt.local._polish import polish
+    from constropt.problem._scipy import STRICT_MARGIN, ScipyBridge
 
     p = constropt.Problem(x, [x > 1], bounds={x: (0, 3)})
     pvec = p.parameter_vector()

@@ -20,8 +20,8 @@ import pytest
 import sympy as sp
 
 import constropt
+from constropt.finish._result import FrozenDict
 from constropt.solver import _progress
-from constropt.solver._result import FrozenDict
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -19,15 +19,10 @@ import sympy as sp
 
 import constropt
 from constropt import Status
-from constropt.solver import (
-    _certify_bounds,
-    _expand,
-    _finish,
-    _interrupt,
-    _newton,
-    _solve,
-    _verify,
-)
+from constropt.certify import _bounds as _certify_bounds
+from constropt.finish import _finish, _interrupt, _verify
+from constropt.local import _newton
+from constropt.solver import _expand, _solve
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
@@ -142,7 +137,7 @@ def test_ctrl_c_in_the_float64_check_after_the_search(monkeypatch):
 
 
 def test_ctrl_c_in_the_exact_verification(monkeypatch):
-    monkeypatch.setattr(_verify, "certify", _raise_once(_verify.certify))
+    monkeypatch.setattr(_verify, "certify_point", _raise_once(_verify.certify_point))
     res = constropt.solve(F, C, bounds=B, seed=0, progress=False)
     _assert_interrupted_with_a_point(res)
     # the polish ran before the interrupt: its point is the one returned
@@ -244,7 +239,7 @@ def test_ctrl_c_in_search_result_phases(monkeypatch):
     res = constropt.Search(F, C, bounds=B, seed=0, progress=False).result()
     _assert_interrupted_with_a_point(res)
     monkeypatch.undo()
-    monkeypatch.setattr(_verify, "certify", _raise_once(_verify.certify))
+    monkeypatch.setattr(_verify, "certify_point", _raise_once(_verify.certify_point))
     res = constropt.Search(F, C, bounds=B, seed=0, progress=False).result()
     _assert_interrupted_with_a_point(res)
 
@@ -300,7 +295,7 @@ def test_ctrl_c_in_a_batch_instance_stops_the_later_ones(monkeypatch):
 
 
 def test_ctrl_c_in_the_batch_final_checks(monkeypatch):
-    monkeypatch.setattr(_verify, "certify", _raise_once(_verify.certify))
+    monkeypatch.setattr(_verify, "certify_point", _raise_once(_verify.certify_point))
     values = [0.5, 1.0]
     br = constropt.solve_batch(_batch_problem(), {c: values}, seed=0, local_first=False)
     _assert_batch_interrupted(br, values)
@@ -311,7 +306,7 @@ def test_ctrl_c_in_resume_phases(monkeypatch, tmp_path):
     first = constropt.solve(F, C, bounds=B, seed=0, checkpoint=ckpt, checkpoint_every=5,
                             progress=False, callback=lambda s: s.generation >= 10)
     assert first.status is Status.CALLBACK
-    monkeypatch.setattr(_verify, "certify", _raise_once(_verify.certify))
+    monkeypatch.setattr(_verify, "certify_point", _raise_once(_verify.certify_point))
     res = constropt.resume(ckpt, checkpoint=tmp_path / "next.ckpt")
     _assert_interrupted_with_a_point(res)
     assert _parts(res.timings) == pytest.approx(res.timings["total"], rel=1e-9, abs=1e-9)

@@ -8,8 +8,8 @@ import pytest
 import sympy as sp
 
 import constropt
-from constropt.solver._pieces import EDGE, breakpoints, piece_moves
-from constropt.solver._verdict import check_point
+from constropt.finish._pieces import EDGE, breakpoints, piece_moves
+from constropt.finish._verdict import check_point
 
 x, y, a = sp.symbols("x y a", real=True)
 

@@ -3,7 +3,7 @@
 ``1/(x - y)`` has its pole on the line ``x = y`` through the box, not at a box edge, so
 the edge approaches do not see it; a float32 search (torch) ended within an ulp of it,
 CONVERGED with ``success=True`` at ``f = -9e15``.  The pole probe of the verdict
-(:mod:`constropt.solver._poles`) approaches the returned point decade by decade; large
+(:mod:`constropt.finish._poles`) approaches the returned point decade by decade; large
 but finite optima next to a pole keep their success.
 """
 
@@ -18,7 +18,7 @@ import sympy as sp
 
 import constropt
 from constropt import Status
-from constropt.solver._poles import POLE_SUSPECT, pole_cost, pole_probe, pole_status
+from constropt.finish._poles import POLE_SUSPECT, pole_cost, pole_probe, pole_status
 
 x, y, a = sp.symbols("x y a")
 BOX = {x: (-1, 1), y: (-1, 1)}

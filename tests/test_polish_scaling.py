@@ -10,9 +10,9 @@ import sympy as sp
 
 import constropt
 from constropt.benchmarks import get
-from constropt.solver._finish import polish_from
-from constropt.solver._newton import restore
-from constropt.solver._verdict import check_point
+from constropt.finish._finish import polish_from
+from constropt.finish._verdict import check_point
+from constropt.local._newton import restore
 
 # where seed 1's search ended on G22 (defaults, 500,000 evaluations): infeasible, total
 # violation 5.1e4; genes from 1 to 2e7, equality rows with coefficients 1e5 and 1
@@ -68,9 +68,9 @@ def test_restore_moves_the_free_gene_when_the_heavy_one_sits_on_its_bound():
 def test_moves_polish_in_scaled_form_where_the_box_widths_span_far(monkeypatch):
     # the moves after the polish (bound flips, integer moves) use the same form as the
     # polish: unscaled, each of G22's 37 bound flips ran SLSQP to its iteration limit
-    import constropt.solver._polish as polish_mod
-    from constropt.solver._intsearch import _try
-    from constropt.solver._polish import wide_spread
+    import constropt.local._polish as polish_mod
+    from constropt.finish._intsearch import _try
+    from constropt.local._polish import wide_spread
 
     seen = []
     real = polish_mod.polish
@@ -115,7 +115,7 @@ def test_an_slsqp_end_outside_that_projects_back_does_not_settle_the_polish(monk
     # only SLSQP's own feasible end (or one a hair outside) settles a form; an end
     # farther outside goes on to the next margin and form even where its projection is
     # feasible
-    from constropt.solver import _polish
+    from constropt.local import _polish
 
     seen = []
     real = _polish.polish
@@ -146,7 +146,7 @@ def test_g21_a_gene_on_a_side_with_an_infinite_partial_is_held():
     # end with x2 put on its side: from the GA end itself (x2 = 4.7e-10) whether SLSQP
     # reaches the side depends on the BLAS (with two OpenBLAS threads it stopped at
     # x2 = 0.0027, f = 197.33), which is not what this test is about
-    from constropt.solver._polish import singular_sides
+    from constropt.local._polish import singular_sides
 
     start = list(G21_GA_END)
     start[1] = 0.0
@@ -169,7 +169,7 @@ def test_polish_holds_a_gene_whose_partial_is_infinite_on_its_side():
     p = constropt.Problem(y**sp.Rational(3, 5) + (x - 2) ** 2 + (z - x) ** 2,
                           [x + z <= 10], bounds={x: (-5, 5), y: (0, 5), z: (-5, 5)})
     pv = p.parameter_vector(None)
-    from constropt.solver._polish import polish
+    from constropt.local._polish import polish
 
     xs, used = polish(p, np.array([0.0, 0.0, 0.0]), pv, margin=0.0)
     assert used > 1

@@ -9,8 +9,8 @@ import pytest
 import sympy as sp
 
 import constropt
-from constropt.solver import _scip
-from constropt.solver._crosscheck import Verdict, references_of
+from constropt.finish import _scip
+from constropt.finish._crosscheck import Verdict, references_of
 
 x, y, z = sp.symbols("x y z")
 n = sp.Symbol("n", integer=True)
@@ -98,7 +98,7 @@ def test_cross_check_option_values(monkeypatch):
         with pytest.raises(constropt.OptionError, match="cross_check must be"):
             references_of(bad)
     monkeypatch.setattr(_scip, "scip_available", lambda: False)
-    monkeypatch.setattr("constropt.solver._crosscheck.scip_available", lambda: False)
+    monkeypatch.setattr("constropt.finish._crosscheck.scip_available", lambda: False)
     # named before any search runs
     with pytest.raises(constropt.OptionError, match=r"needs pyscipopt.*constropt\[scip\]"):
         constropt.solve(x**2, [x >= 1], bounds={x: (0, 2)}, cross_check=("scipy", "scip"))
@@ -147,7 +147,7 @@ def test_a_wrong_infeasibility_claim_is_refuted(blog2, blog2_result, monkeypatch
     assert not run["feasible"] and math.isnan(run["fun"])
     assert "claims the problem infeasible" in run["note"] and "claim is wrong" in run["note"]
     real = _scip.scip_reference
-    monkeypatch.setattr("constropt.solver._crosscheck.scip_reference",
+    monkeypatch.setattr("constropt.finish._crosscheck.scip_reference",
                         lambda *a: real(*a, solver=_fake(INFEASIBLE)))
     cc = constropt.cross_check(blog2_result, references="scip")
     assert cc.verdict is Verdict.REFERENCE_FAILED and not cc.agrees

@@ -19,7 +19,7 @@ import sympy as sp
 
 import constropt
 from constropt import Status
-from constropt.solver import _polish
+from constropt.local import _polish
 from constropt.solver._progress import make_monitor
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -129,8 +129,9 @@ def test_a_fresh_first_solve_accounts_for_its_wall_time():
 
 def test_nfev_counts_every_evaluation(monkeypatch):
     counted = {"numpy": 0, "polish": 0}
+    from constropt.finish import _finish, _poles, _rays, _verdict
     from constropt.problem import _evaluate
-    from constropt.solver import _expand, _finish, _poles, _rays, _verdict
+    from constropt.solver import _expand
 
     report = _evaluate.report_numpy
 
@@ -148,7 +149,7 @@ def test_nfev_counts_every_evaluation(monkeypatch):
     for module in (_evaluate, _expand, _finish, _verdict, _rays, _poles):
         monkeypatch.setattr(module, "report_numpy", counting_report)
     monkeypatch.setattr(_polish.Counter, "add", counting_add)
-    from constropt.solver import _newton
+    from constropt.local import _newton
 
     restore = _newton.restore
 
@@ -159,7 +160,7 @@ def test_nfev_counts_every_evaluation(monkeypatch):
 
     counted["restore"] = 0
     monkeypatch.setattr(_newton, "restore", counting_restore)
-    from constropt.solver import _intsearch
+    from constropt.finish import _intsearch
 
     partners = _intsearch._partner_moves
 
@@ -170,7 +171,7 @@ def test_nfev_counts_every_evaluation(monkeypatch):
 
     counted["faces"] = 0
     monkeypatch.setattr(_intsearch, "_partner_moves", counting_partners)
-    from constropt.solver import _deadgenes
+    from constropt.finish import _deadgenes
 
     shares = _deadgenes._shares
 

@@ -17,8 +17,8 @@ import pytest
 import sympy as sp
 
 import constropt
+from constropt.finish._verify import Verification, verify_point
 from constropt.problem._rigorous import UNDEF, program_for, working_precision
-from constropt.solver._verify import Verification, verify_point
 
 x, y = sp.symbols("x y", real=True)
 n = sp.Symbol("n", integer=True)
@@ -86,14 +86,14 @@ def test_cancellation_x_minus_sqrt_is_reported_uncertified():
 def test_certify_refuses_a_float64_feasible_point_it_cannot_prove():
     """The final check itself, at the point float64 accepts: no certified move exists
     (the constraint needs x >= 5e8), so the point is reported with its proven violation."""
-    from constropt.solver._verify import certify
+    from constropt.finish._verify import certify_point
 
     c = x - sp.sqrt(x**2 + 1) >= -1e-9
     p = constropt.Problem(x, [c], bounds={x: (0, 1e9)})
     pt = np.array([67108864.00000182])
     ev = p.evaluate(pt)
     assert ev.feasible[0]  # float64's verdict
-    out = certify(p, pt, NONE, float(ev.fun[0]), ev.violation[0])
+    out = certify_point(p, pt, NONE, float(ev.fun[0]), ev.violation[0])
     assert not out.feasible and out.verification.float64_feasible
     assert out.verification.verdicts == ("violated",)
     assert "feasibility could not be certified" in out.note and "violated" in out.note
@@ -336,7 +336,7 @@ def test_repair_moves_a_continuous_ulp_before_an_integer_unit(seed):
 def test_repair_candidates_never_leave_the_box():
     """A unit move of an integer gene at its lower bound would leave the box (RC13 was
     reported feasible at x4 = 77 with x4 in [78, 102])."""
-    from constropt.solver._verify import _candidates
+    from constropt.finish._verify import _candidates
 
     n = sp.Symbol("n", integer=True)
     p = constropt.Problem(x + n, [x + n >= 78.5], bounds={x: (0, 1), n: (78, 102)})

@@ -24,22 +24,22 @@ from ._errors import (
     SolveFailedError,
     UnsupportedExpressionError,
 )
+from .certify._bnb import Certificate
 from .engine._memory import MemoryWarning
+from .finish._crosscheck import CrossCheck, ReferenceRun, Verdict, cross_check
+from .finish._result import History, Result, Status
+from .finish._verify import Verification
 from .parallel._islands import DistributedError, solve_islands
 from .parallel._shard import solve_batch
 from .problem._fbbt import InfeasibilityProof
 from .problem._fitness import CompileWarning, Fitness
 from .problem._problem import DEFAULT_BOUND, BoundsWarning, Evaluation, Problem
+from .problem._scipy import ScipyProblem
 from .solver._batch import BatchResult
-from .solver._certify import Certificate
-from .solver._crosscheck import CrossCheck, ReferenceRun, Verdict, cross_check
 from .solver._options import SolveOptions
 from .solver._progress import Progress
-from .solver._result import History, Result, Status
-from .solver._scipy import ScipyProblem
 from .solver._search import BestPoint, Search
 from .solver._solve import resume, solve
-from .solver._verify import Verification
 
 __version__ = "0.1.0"
 

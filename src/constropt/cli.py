@@ -40,7 +40,7 @@ def _clean(obj):
 
 
 def _exit_code(result) -> int:
-    from .solver._result import Status
+    from .finish._result import Status
 
     if result.success:
         return EXIT_OK

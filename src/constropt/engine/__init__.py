@@ -1,7 +1,7 @@
 """Search engine: population state, pure operators, constraint handling, the driver.
 
-Modules: ``_xp`` (the array namespace: NumPy or torch, and the pieces the array API
-lacks), ``_ranking`` (feasibility rules), ``_selection`` (tournament), ``_variation``
+Modules (the array namespace they are written against is :mod:`constropt.backend._arrays`):
+``_ranking`` (feasibility rules), ``_selection`` (tournament), ``_variation``
 (SBX, polynomial mutation, repair), ``_ga`` and ``_de`` (one generation),
 ``_algorithms`` (the interface the driver steps), ``_termination`` (the one stop rule),
 ``_driver`` (the one generation loop over B >= 1 instances).

@@ -27,11 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from ..backend._arrays import Random, asarray, namespace, put_rows
 from . import _de, _ga
 from ._ga import Population
 from ._handling import Handler
 from ._ranking import order
-from ._xp import Random, asarray, namespace, put_rows
 
 __all__ = ["GA", "GAState", "DE", "DEState"]
 

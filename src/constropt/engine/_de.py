@@ -22,8 +22,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..backend._arrays import Random, clip_max, namespace, sym_max, take
 from ._ga import Population
-from ._xp import Random, clip_max, namespace, sym_max, take
 
 __all__ = ["DEConfig", "Memory", "DERandoms", "draw", "make_step", "new_memory", "take",
            "sort_order"]

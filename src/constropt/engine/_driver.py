@@ -23,11 +23,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..backend._arrays import asarray, is_torch, namespace, take, to_numpy
 from ._ga import Population
 from ._ranking import better, defined_only
 from ._status import Status
 from ._termination import _C, CODES, Termination, check
-from ._xp import asarray, is_torch, namespace, take, to_numpy
 
 __all__ = ["Termination", "Outcome", "Instance", "DriverState", "Driver", "check", "CODES"]
 
@@ -77,7 +77,7 @@ def merge_defined(best: Best, pop: Population) -> Best:
     objective is a number (``f = inf`` while there is none).  A point outside the
     objective's domain can be the search's best (a feasible NaN beats every infeasible
     point); this one is what the finish falls back to (see
-    :func:`constropt.solver._finish.defined_fallback`)."""
+    :func:`constropt.finish._finish.defined_fallback`)."""
     return merge(best, defined_pop(pop))
 
 

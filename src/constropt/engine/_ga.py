@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from ..backend._arrays import Random, namespace
 from ._ranking import select
 from ._selection import tournament
 from ._variation import polynomial_mutation, repair, sbx
-from ._xp import Random, namespace
 
 __all__ = ["GAConfig", "Population", "GARandoms", "draw", "make_step", "initial", "seeded",
            "survive", "merge"]

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ._xp import median_low, namespace
+from ..backend._arrays import median_low, namespace
 
 __all__ = ["Handler", "HANDLERS", "make_handler"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import warnings
 
-from ._xp import namespace
+from ..backend._arrays import namespace
 
 __all__ = ["available_bytes", "bytes_per_individual", "Chunked", "MemoryWarning", "OOMFallback"]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._xp import compiling, is_torch, namespace
+from ..backend._arrays import compiling, is_torch, namespace
 
 __all__ = ["clean", "better", "order", "rank_key", "select", "defined_only"]
 

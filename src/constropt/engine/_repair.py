@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..backend._arrays import Random, namespace
 from ._ga import Population
 from ._ranking import better
-from ._xp import Random, namespace
 
 __all__ = ["Repair"]
 

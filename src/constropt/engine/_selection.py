@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from ..backend._arrays import namespace
 from ._ranking import better
-from ._xp import namespace
 
 __all__ = ["tournament"]
 

@@ -9,7 +9,7 @@ Arrays are shaped ``(N, K)``: genes along dim 0, individuals along dim 1; bounds
 
 from __future__ import annotations
 
-from ._xp import namespace, take
+from ..backend._arrays import namespace, take
 
 __all__ = ["sbx", "polynomial_mutation", "repair"]
 

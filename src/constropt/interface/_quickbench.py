@@ -57,7 +57,7 @@ def quick_table(device: str = "cpu", repeats: int = 5, population: int = 900_000
     import torch
 
     from .. import benchmarks
-    from ..engine._backend import resolve_device
+    from ..backend._devices import resolve_device
 
     dev = resolve_device(device)
     sync = torch.cuda.synchronize if dev.type == "cuda" else None

@@ -25,8 +25,8 @@ import math
 from . import _rt_interval as ri
 from . import _rt_interval_logic as rl
 from ._graph import Graph
+from ._interval_ops import ops
 from ._rt_interval import Bv, Iv
-from ._xp import ops
 
 __all__ = ["IntervalProgram", "reachable"]
 

@@ -12,8 +12,8 @@ import math
 from . import _rt_interval as ri
 from ._graph import Graph, Layout
 from ._interval import IntervalProgram, reachable
+from ._interval_ops import ops
 from ._rt_interval import Iv
-from ._xp import ops
 
 __all__ = ["IntervalModel", "graph_gradient"]
 

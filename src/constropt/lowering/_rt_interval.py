@@ -38,7 +38,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._xp import ops
+from ._interval_ops import ops
 
 __all__ = ["Iv", "Bv", "TRANS_ULPS"]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from ._interval_ops import ops
 from ._rt_interval import (
     Bv,
     Iv,
@@ -21,7 +22,6 @@ from ._rt_interval import (
     wdown,
     wup,
 )
-from ._xp import ops
 
 __all__ = ["atan2", "mod", "minimum", "maximum", "heaviside", "where", "where_bool", "cmp",
            "and_", "or_", "not_", "xor", "isnan", "const_bool", "rsum", "rprod"]

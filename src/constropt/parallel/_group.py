@@ -120,7 +120,7 @@ def _island_device(device):
     without an index also maps to the local rank's GPU; anything else as given."""
     import torch
 
-    from ..engine._backend import resolve_device
+    from ..backend._devices import resolve_device
 
     local = int(os.environ.get("LOCAL_RANK", "0") or 0)
     if device is None or (isinstance(device, str) and device == "auto"):

@@ -222,7 +222,7 @@ def solve_islands(objective, constraints=(), *, migrate_every=20, migrants=2,
     m = min(int(migrants), S // 2)
     dev = _island_device(device)
     if backend != "auto":  # a conflict (numpy on CUDA, numpy with compile=True) fails
-        from ..engine._backend import choose_backend  # here, before any group exists
+        from ..backend._devices import choose_backend  # here, before any group exists
 
         choose_backend(backend, dev, named.get("compile", "auto"), 0)
     grp = _init_group(group_backend, dev, float(timeout))
@@ -254,9 +254,9 @@ def _islands(problem, grp: _Group, dev, seed, opts, solve_options, named, S, m, 
              topology, t_start, t_lower, backend):
     import torch
 
-    from ..solver._crosscheck import references_of
+    from ..finish._crosscheck import references_of
+    from ..finish._result import Result
     from ..solver._options import SolveOptions
-    from ..solver._result import Result
     from ..solver._search import Search
 
     rank, world = grp.rank, grp.world
@@ -319,7 +319,7 @@ def _islands(problem, grp: _Group, dev, seed, opts, solve_options, named, S, m, 
     payload = grp.broadcast_object("broadcast of the winning result", payload, winner)
     result = Result(**payload, problem=problem)
     if cross:  # every rank runs the same deterministic check; rank 0's copy is kept
-        from ..solver._crosscheck import cross_check as _cc
+        from ..finish._crosscheck import cross_check as _cc
 
         t0 = time.perf_counter()
         cc = _cc(result, references=cross)

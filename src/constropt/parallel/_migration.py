@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine._xp import is_torch, namespace
+from ..backend._arrays import is_torch, namespace
 from ._group import _Group
 
 __all__ = []

@@ -99,7 +99,7 @@ _REPORTERS: dict = {}  # generated source -> report over a row-major population
 def _rows_report(problem):
     """``(pop (S, n), P, eq_tol) -> (f, V (S, m), feasible)``: the generated ``report``
     over a transposed view of the caller's population, compiled once per source."""
-    from ..engine._backend import compiled
+    from ..backend._devices import compiled
 
     key = problem.source
     hit = _REPORTERS.get(key)

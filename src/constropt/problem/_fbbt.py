@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import OptionError
-from ..lowering._xp import ops
+from ..lowering._interval_ops import ops
 from ._constraints import AllOf, Leaf
 
 __all__ = ["InfeasibilityProof", "FbbtResult", "propagate", "required_leaves",

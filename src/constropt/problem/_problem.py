@@ -336,7 +336,7 @@ class Problem:
 
         return problem_to_pymoo(self, parameters)
 
-    # -- plots and scipy interop (interface/_plot.py, solver/_scipy.py) ------------------
+    # -- plots and scipy interop (interface/_plot.py, problem/_scipy.py) ------------------
     def plot(self, result: Any = None, path: str | os.PathLike | None = None,
              resolution: int = 200, *, ax: Any = None,
              limits: Mapping[sp.Symbol, tuple[float, float]] | None = None,
@@ -407,7 +407,7 @@ class Problem:
         -------
         ScipyProblem
         """
-        from ..solver._scipy import problem_to_scipy
+        from ._scipy import problem_to_scipy
 
         return problem_to_scipy(self, parameters, eq_tol=eq_tol, strict_margin=strict_margin)
 
@@ -452,7 +452,7 @@ class Problem:
         ImportError
             When pyscipopt is not installed.
         """
-        from ..solver._scip import problem_to_scip
+        from ..finish._scip import problem_to_scip
 
         return problem_to_scip(self, parameters, eq_tol=eq_tol, strict_margin=strict_margin)
 

@@ -1,3 +1,4 @@
-"""The solve stage: ``solve``, ``solve_batch`` and ``resume`` run the search driver,
-polish the best point through the scipy bridge, check it and report a :class:`Result`;
-options, checkpoints and the scipy cross-check live here too."""
+"""The run: ``solve``, ``solve_batch``, :class:`Search` and ``resume`` build the search
+(``_build``), run the driver, hand the best points to :mod:`constropt.finish` and, when
+asked, to :mod:`constropt.certify`; options, checkpoints, progress and the search box's
+expansion live here too."""

@@ -20,14 +20,14 @@ import numpy as np
 
 from .._errors import OptionError, ProblemError
 from ..engine._driver import Instance
+from ..finish._finish import Budget, diverges, finish, make_result
+from ..finish._result import Result, Status, add_up
 from ..problem._bounds import parameter_box
 from ..problem._evaluate import report_numpy
 from ..problem._problem import Problem
 from ._build import _seed
-from ._finish import Budget, diverges, finish, make_result
 from ._localfirst import applicable, local_answers
 from ._options import SolveOptions, refuse_problem_options
-from ._result import Result, Status, add_up
 from ._search import Search
 
 __all__ = ["solve_batch", "BatchResult", "BATCH_FTOL"]
@@ -208,7 +208,7 @@ def solve_batch(problem: Problem, parameters: Mapping[Any, Any], *, device: Any 
     if opts.constraint_handling == "penalty":
         raise OptionError("solve_batch supports constraint_handling 'feasibility', "
                           "'epsilon' and 'death'")
-    from ..engine._backend import check_device, choose_backend
+    from ..backend._devices import check_device, choose_backend
 
     if opts.backend == "numpy":  # a conflict is named before the device is checked
         choose_backend("numpy", device, compile, 0)

@@ -209,7 +209,7 @@ def _gpu_possible(device, work: int) -> bool:
     """Whether ``device`` may put ``work`` on a GPU (``"auto"`` with CUDA available and
     work from ``AUTO_CUDA_WORK``; any non-CPU device); torch is asked only where it is
     already imported or the work is that large."""
-    from ..engine._backend import AUTO_CUDA_WORK
+    from ..backend._devices import AUTO_CUDA_WORK
 
     if not isinstance(device, str):
         return getattr(device, "type", "cpu") != "cpu"
@@ -226,9 +226,9 @@ def _gpu_possible(device, work: int) -> bool:
 
 def _make_repair(problem, opts, fit, P, tol, bounds, rng, S, backend):
     """Gradient repair when asked for, or by default when there are equalities."""
+    from ..backend._arrays import asarray
     from ..engine._repair import Repair
-    from ..engine._xp import asarray
-    from ._polish import conjunctive_leaves
+    from ..local._polish import conjunctive_leaves
 
     want = opts.repair
     if want == "auto":
@@ -254,7 +254,7 @@ def _place(obj, dev):
     everything else as they are)."""
     import dataclasses
 
-    from ..engine._xp import is_torch
+    from ..backend._arrays import is_torch
 
     if is_torch(obj):
         return obj.to(dev)
@@ -285,16 +285,16 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
     the driver and the settings.  ``deadline`` (a ``time.perf_counter()`` value) replaces
     ``opts.time_limit`` for the search: it stops there.
     """
+    from ..backend._arrays import Random, inference
+    from ..backend._devices import choose_backend, compiled, numpy_dtype
     from ..engine import _de, _ga
     from ..engine._algorithms import DE, GA
-    from ..engine._backend import choose_backend, compiled, numpy_dtype
     from ..engine._driver import Driver, Termination
     from ..engine._handling import make_handler
     from ..engine._memory import Chunked, OOMFallback, available_bytes, bytes_per_individual
-    from ..engine._xp import Random, inference
-    from ._finish import Budget
+    from ..finish._finish import Budget
+    from ..finish._snap import integer_sets, snap_array, snapped
     from ._progress import make_monitor
-    from ._snap import integer_sets, snap_array, snapped
 
     n, B = problem.n, M.shape[1]
     algorithm = opts.algorithm
@@ -324,7 +324,7 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
         t0, fresh = time.perf_counter(), "torch" not in sys.modules
         import torch  # timed: the first torch search of a process pays this
 
-        from ..engine._backend import resolve_device, resolve_dtype
+        from ..backend._devices import resolve_device, resolve_dtype
 
         import_s = time.perf_counter() - t0 if fresh else 0.0
         dev = resolve_device(device, work)

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..local._newton import evals_per_iteration, evaluators, near_active, polish_batch
 from ..problem._evaluate import report_numpy
-from ._newton import evals_per_iteration, evaluators, near_active, polish_batch
 
 __all__ = ["applicable", "interior_point", "kkt_test", "local_answers", "order_of", "STRIDE",
            "STARTS", "MAX_GENES"]
@@ -52,7 +52,7 @@ AGREE = 1e-7
 
 def applicable(problem) -> str | None:
     """Why local solves cannot answer this problem's instances (None: they can)."""
-    from ._polish import conjunctive_leaves
+    from ..local._polish import conjunctive_leaves
 
     if problem.integer.any():
         return "integer variables"
@@ -92,7 +92,7 @@ def interior_point(problem, X0: np.ndarray, M: np.ndarray, iters: int = IPM_ITER
     multipliers ``z > 0``, the barrier lowered tenfold per iteration, steps kept inside
     by the fraction-to-the-boundary rule.  Returns ``(X (N, k), converged (k,),
     iterations (k,))``; points are clipped to the box."""
-    from ._polish import conjunctive_leaves
+    from ..local._polish import conjunctive_leaves
 
     vals, ders = evaluators(problem)
     N, k = X0.shape
@@ -175,7 +175,7 @@ def kkt_test(problem, X: np.ndarray, M: np.ndarray, tol: float = 1e-6):
     the genes on a side of the box, and a reduced Hessian of the Lagrangian (on the null
     space of the strongly active gradients) that is not negative.  Returns ``(ok (k,),
     active (L, k))``."""
-    from ._polish import conjunctive_leaves
+    from ..local._polish import conjunctive_leaves
 
     vals, ders = evaluators(problem)
     N, k = X.shape

@@ -169,7 +169,7 @@ class SolveOptions:
         Array library the search runs on: ``"auto"`` (default), ``"numpy"`` or
         ``"torch"``.  ``"auto"`` searches on NumPy when the device is the CPU, compilation
         is not forced and a generation is small (``pop_size * n`` below
-        :data:`~constropt.engine._backend.NUMPY_MAX_WORK`): such a solve never imports
+        :data:`~constropt.backend._devices.NUMPY_MAX_WORK`): such a solve never imports
         torch.  Otherwise torch (CUDA, compiled steps, large populations).  ``"numpy"``
         with ``device="cuda"`` or ``compile=True`` raises :class:`OptionError`.
         The same seed gives the same result on the same backend, not across backends.
@@ -272,14 +272,14 @@ class SolveOptions:
             raise OptionError(f"callback must be callable, got {self.callback!r}")
         _check_rng(self.rng)
         _check_x0(self.x0)
-        from ._certify import certify_option
+        from ..certify._bnb import certify_option
 
         certify_option(self.certify)
         if isinstance(self.certify_time, bool) or not isinstance(
                 self.certify_time, (int, float)) or not self.certify_time > 0:
             raise OptionError(f"certify_time must be a positive number of seconds, got "
                               f"{self.certify_time!r}")
-        from ..engine._backend import BACKENDS
+        from ..backend._devices import BACKENDS
 
         if not isinstance(self.backend, str) or self.backend not in BACKENDS:
             raise OptionError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, "

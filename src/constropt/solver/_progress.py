@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine._xp import to_numpy
+from ..backend._arrays import to_numpy
 
 __all__ = ["Progress", "make_monitor", "notebook_display"]
 

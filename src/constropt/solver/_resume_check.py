@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from .._errors import CheckpointError, ConstroptError
-from ._crosscheck import REFERENCES
+from ..finish._crosscheck import REFERENCES
 
 __all__ = ["check_resume", "MAX_COUNT"]
 

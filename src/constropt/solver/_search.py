@@ -14,6 +14,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..certify._result import certify_result
+from ..finish._interrupt import cross_checked, interrupted
+from ..finish._result import Status, add_up
 from ._build import (  # re-exported: the search's settings live in _build
     ALGORITHMS,
     COMPILE_THRESHOLD,
@@ -21,10 +24,7 @@ from ._build import (  # re-exported: the search's settings live in _build
     compile_choice,
     default_pop_size,
 )
-from ._certify_result import certify_result
-from ._interrupt import cross_checked, interrupted
 from ._options import stored_options
-from ._result import Status, add_up
 
 __all__ = ["Search", "BestPoint", "build", "ALGORITHMS", "default_pop_size",
            "compile_choice", "COMPILE_THRESHOLD"]
@@ -122,7 +122,7 @@ class Search:
     def step(self) -> bool:
         """Run one generation; returns whether the search goes on (False once a stop
         rule holds: the status is then in :attr:`status`)."""
-        from ..engine._xp import inference
+        from ..backend._arrays import inference
 
         with inference(self._engine.backend):
             going = self._driver.step()
@@ -144,7 +144,7 @@ class Search:
         """Step until a stop rule holds; returns ``self``.  A Ctrl-C stops the search as
         ``INTERRUPTED`` wherever it lands, inside a generation or between two (a NumPy
         generation takes microseconds, so "between" is common)."""
-        from ..engine._xp import inference
+        from ..backend._arrays import inference
 
         try:
             with inference(self._engine.backend):  # entered once, not per generation
@@ -187,8 +187,8 @@ class Search:
         """The current population, best first: a ``Population`` of read-only float64
         arrays ``X`` (S, n), ``f`` (S,) objective in the user's sense, ``cv`` (S,) total
         violation."""
+        from ..backend._arrays import to_numpy
         from ..engine._ga import Population
-        from ..engine._xp import to_numpy
 
         d = self._driver
         pop = d.algorithm.population(d.state.alg)
@@ -205,7 +205,7 @@ class Search:
         """The best point so far: ``(x, fun, cv)`` with ``x`` (n,) read-only float64,
         ``fun`` in the user's sense (working precision; :meth:`result` checks in
         float64)."""
-        from ..engine._xp import to_numpy
+        from ..backend._arrays import to_numpy
 
         st = self._driver.state
         if not self.done:
@@ -230,7 +230,7 @@ class Search:
         polish of the instances not yet finished: they, and the one it landed in, end
         ``INTERRUPTED`` with their best point so far, checked (:mod:`._interrupt`)."""
         from .._errors import SolveFailedError
-        from ._finish import diverges, finish, make_result, probe_cost, refine_batch
+        from ..finish._finish import diverges, finish, make_result, probe_cost, refine_batch
 
         if self._results is not None:
             return self._results

@@ -12,12 +12,9 @@ import numpy as np
 import sympy as sp
 
 from .._errors import SolveFailedError
-from ..problem._bounds_input import BoundsLike
-from ..problem._problem import Problem
-from ._build import COMPILE_THRESHOLD, POLISH_TIME_SHARE, _problem_of, _seed
-from ._certify_result import certify_result
-from ._crosscheck import references_of
-from ._finish import (
+from ..certify._result import certify_result
+from ..finish._crosscheck import references_of
+from ..finish._finish import (
     constant_note,
     defined_fallback,
     polish_from,
@@ -25,10 +22,13 @@ from ._finish import (
     result_key,
     verdict,
 )
-from ._interrupt import cross_checked, interrupted, mandatory
+from ..finish._interrupt import cross_checked, interrupted, mandatory
+from ..finish._result import History, Result, Status, add_up
+from ..finish._verdict import UNBOUNDED_LEVEL, check_point, point_dict
+from ..problem._bounds_input import BoundsLike
+from ..problem._problem import Problem
+from ._build import COMPILE_THRESHOLD, POLISH_TIME_SHARE, _problem_of, _seed
 from ._options import SolveOptions, stored_options
-from ._result import History, Result, Status, add_up
-from ._verdict import UNBOUNDED_LEVEL, check_point, point_dict
 
 __all__ = ["solve", "resume", "COMPILE_THRESHOLD", "UNBOUNDED_LEVEL", "check_point",
            "polish_from"]
@@ -95,7 +95,7 @@ def solve(objective: sp.Expr | Problem, constraints: Iterable[Any] | sp.Basic = 
         the process, is timed as ``timings["import"]``.
     """
     t_start = time.perf_counter()
-    from ..engine._backend import check_device, choose_backend
+    from ..backend._devices import check_device, choose_backend
 
     opts = SolveOptions.from_kwargs(options)
     cross_check = references_of(cross_check)  # a bad name or a missing pyscipopt: now
@@ -110,7 +110,7 @@ def solve(objective: sp.Expr | Problem, constraints: Iterable[Any] | sp.Basic = 
 
     proof = prove_infeasible(problem, pvec)
     if proof is not None:  # bound propagation emptied the box: no search to run
-        from ._certify_result import proof_result
+        from ..certify._result import proof_result
 
         result = proof_result(problem, proof, pvec, seed, str(dev), t_start, t_lower,
                               max_evals=opts.max_evals)
@@ -319,7 +319,7 @@ def resume(path: str | os.PathLike, *, problem: Problem | None = None,
         The file is missing, corrupt, of another version, or of another problem.
     """
     from .._errors import CheckpointError, ProblemError
-    from ..engine._backend import resolve_device
+    from ..backend._devices import resolve_device
     from ._checkpoint import fingerprint, problem_from_data, read_checkpoint
     from ._resume_check import check_resume
     from ._search import default_pop_size

@@ -113,9 +113,9 @@ def piece_moves(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=N
     """Move each continuous variable of ``best`` that a piecewise condition cuts into its
     other pieces, polish inside the piece, keep improvements (see the module).  Same
     parameters and returns as :func:`._intsearch.integer_search`."""
+    from ..local._polish import real_gain
     from ..problem._bounds import with_box
     from ._intsearch import _try
-    from ._polish import real_gain
     from ._verdict import check_point
 
     if not np.all(V_best == 0) or not np.isfinite(f_best):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from ._polish import conjunctive_leaves
+from ..local._polish import conjunctive_leaves
 
 __all__ = ["integer_sets", "snapped", "snap_array", "MAX_RANGE"]
 
@@ -80,8 +80,8 @@ def snapped(fitness, values):
 def snap_array(X, values):
     """Host genes ``X`` (N, ...) (a best point or a final population) snapped as the
     search evaluated them."""
+    from ..backend._arrays import asarray, to_numpy
     from ..engine._variation import snap
-    from ..engine._xp import asarray, to_numpy
 
     X = np.asarray(X)
     t = asarray(X.reshape(X.shape[0], -1), values, dtype=values.dtype)

@@ -21,7 +21,7 @@ import torch
 
 from ..lowering import _rt_interval as ri
 from ..lowering._interval_model import box_centre, half, mean_value_form
-from ._certify_nodes import forward_nodes
+from ._nodes import forward_nodes
 
 __all__ = ["bound_boxes"]
 
@@ -126,7 +126,7 @@ def _light(model) -> bool:
     """Whether the constraints' gradients are cheap enough to evaluate on every box."""
     cache = model.__dict__.setdefault("_light", {})
     if "v" not in cache:
-        from ._certify_exclusion import heavy
+        from ._exclusion import heavy
 
         jac = [n for row in model.jac for n in row]
         cache["v"] = not jac or len(model.program.order_for(jac)) <= heavy(model)

@@ -107,8 +107,8 @@ def polish_from(problem, start, pvec, best, f_best, V_best, max_evals, nfev, dea
     a ``time.perf_counter()`` value) is spent.  Ctrl-C raises :class:`PolishInterrupted`
     whose ``state`` is ``(x, f, V, nfev)`` with the polish's last point taken if better.
     """
-    from ._newton import INSIDE, budget_left, restore
-    from ._polish import (
+    from ..local._newton import INSIDE, budget_left, restore
+    from ..local._polish import (
         STATIONARITY_EVALS,
         STATIONARY,
         PolishInterrupted,
@@ -309,7 +309,7 @@ def refine_batch(problem, insts, M: np.ndarray, budget: Budget):
     1e-9 and 1e-6 in turn for the instances still unsettled.  Returns one ``(x, used,
     settled)`` per instance: ``x`` the better of the start and a feasible candidate,
     ``settled`` when Newton converged to a feasible point (no SLSQP needed)."""
-    from ._newton import polish_batch
+    from ..local._newton import polish_batch
 
     X = np.stack([inst.x for inst in insts], axis=1)
     B = X.shape[1]
@@ -360,7 +360,7 @@ def finish(problem, inst, pvec, budget: Budget, *, polish: bool, starts: int = 3
     allows; ``refined`` the instance's entry of :func:`refine_batch` (then SLSQP runs
     only where it did not settle; its float64 check of ``x`` is reused).  Every
     ``feasible`` comes from the exact check
-    (:func:`._verify.certify`).  Returns ``(x, f, V, nfev, status, message, checked)``.
+    (:func:`._verify.certify_point`).  Returns ``(x, f, V, nfev, status, message, checked)``.
     """
 
     best = inst.x
@@ -397,10 +397,10 @@ def verdict(problem, best, f_best, V_best, pvec, reason, nfev: int, limit, *,
     which ``nfev`` are spent; ``unbounded``: ``(verdict, evaluations)`` computed before, or
     None to probe here (edges, rays beyond ``box``, default ``problem``, then poles:
     :mod:`._poles`) as the budget allows.  Every ``feasible`` comes from
-    :func:`._verify.certify`.  Returns ``(x, f, V, nfev, status, message, checked)``."""
-    from ._verify import certify
+    :func:`._verify.certify_point`.  Returns ``(x, f, V, nfev, status, message, checked)``."""
+    from ._verify import certify_point
 
-    checked = certify(problem, best, pvec, f_best, V_best,  # exact arithmetic (Arb balls)
+    checked = certify_point(problem, best, pvec, f_best, V_best,  # exact arithmetic (Arb balls)
                       budget=None if limit is None else limit - nfev)
     best, f_best, V_best = checked.x, checked.fun, checked.violations
     nfev += checked.evaluations

@@ -234,8 +234,9 @@ def infeasible_status(reason, note: str = ""):
 
 
 def point_dict(problem, x: np.ndarray, genes=None) -> dict:
-    """``{symbol: value}``; ``genes`` (the exact point of :func:`._verify.certify`) gives integer
-    variables as exact Python ints, even beyond 2**53."""
+    """``{symbol: value}``; ``genes`` (the exact point of
+    :func:`._verify.certify_point`) gives integer variables as exact Python ints, even
+    beyond 2**53."""
     out = {}
     for b in problem.layout.blocks:
         vals = x[b.offset:b.offset + b.size]

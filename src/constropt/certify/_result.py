@@ -11,9 +11,9 @@ import warnings
 import numpy as np
 
 from ..engine._status import Status
+from ..local._polish import BudgetSpent, Counter
 from ..problem._evaluate import report_numpy
-from ._polish import BudgetSpent, Counter
-from ._scipy import ScipyBridge, conjunctive_leaves
+from ..problem._scipy import ScipyBridge, conjunctive_leaves
 
 __all__ = ["certify_result", "proof_result"]
 
@@ -122,8 +122,8 @@ def proof_result(problem, proof, pvec, seed: int, device: str, t_start: float,
     """The Result of a solve whose constraints were proven infeasible before any search:
     status INFEASIBLE, the least-violating point a short local minimization of the total
     violation finds as ``x`` (:func:`least_violating`), ``certificate=proof``."""
-    from ._result import History, Result
-    from ._verdict import check_point, point_dict
+    from ..finish._result import History, Result
+    from ..finish._verdict import check_point, point_dict
 
     x, used = least_violating(problem, pvec, seed, max_evals)
     t_check = time.perf_counter()
@@ -159,8 +159,8 @@ def certify_result(result, problem, pvec, opts, dev, t_start: float):
     """
     from dataclasses import replace
 
-    from ._certify import AUTO_MAX_VARS, certify, certify_option
-    from ._result import add_up
+    from ..finish._result import add_up
+    from ._bnb import AUTO_MAX_VARS, certify, certify_option
 
     target, seconds, auto = certify_option(opts.certify)
     if auto and (problem.n > AUTO_MAX_VARS or problem.has_vector_variables):

@@ -25,7 +25,7 @@ def forward_nodes(program, lo, hi, P, only, domains: dict) -> dict:
     """:meth:`IntervalProgram.forward` with every node enclosure intersected with its
     domain (``{node: (lo, hi)}``, shape ``(B,)`` each).  Where a domain and an enclosure
     are disjoint the result is empty (``lo > hi``): no feasible point."""
-    from ..lowering._xp import ops
+    from ..lowering._interval_ops import ops
 
     g = program.graph
     xp = ops(lo)

@@ -6,7 +6,7 @@
 bound propagation) as variable bounds; integer variables as SCIP integers.  A nonlinear
 objective becomes an epigraph variable (SCIP's objective is linear).  The constraints
 every feasible point must satisfy are translated by the rules of
-:mod:`constropt.solver._scipy`: ``c <= 0`` as is, ``c < 0`` as ``c <= -strict_margin``,
+:mod:`constropt.problem._scipy`: ``c <= 0`` as is, ``c < 0`` as ``c <= -strict_margin``,
 ``h == 0`` as ``|h| <= eq_tol``.  Anything else (``Or``, ``Min``, ``floor``, vector
 variables, ...) raises :class:`~constropt.UnsupportedExpressionError` naming it.
 
@@ -34,9 +34,9 @@ import numpy as np
 import sympy as sp
 
 from .._errors import OptionError, UnsupportedExpressionError
+from ..local._newton import restore
 from ..problem._evaluate import report_numpy
-from ._newton import restore
-from ._scipy import STRICT_MARGIN, _disjunctive_constraints, conjunctive_leaves
+from ..problem._scipy import STRICT_MARGIN, _disjunctive_constraints, conjunctive_leaves
 from ._verify import verify_point
 
 __all__ = ["problem_to_scip", "scip_reference", "require_pyscipopt", "SCIP_TIME_LIMIT"]
@@ -256,7 +256,7 @@ def run_scip(spec: dict, time_limit: float) -> dict:
     src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
-    code = "from constropt.solver._scip import _child; _child()"
+    code = "from constropt.finish._scip import _child; _child()"
     try:
         proc = subprocess.run([sys.executable, "-c", code],
                               input=pickle.dumps((spec, float(time_limit))),

@@ -161,8 +161,8 @@ def revive(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=None):
     """Send the dead genes of a feasible ``best`` (n,) to live values, project, polish;
     keep a feasible better point (module docstring).  Same parameters and returns as
     :func:`._intsearch.bound_flips`: ``(x, f, V, nfev, stop)``."""
+    from ..local._newton import budget_left, restore
     from ._intsearch import _try
-    from ._newton import budget_left, restore
 
     if not np.all(V_best == 0) or not np.isfinite(f_best):
         return best, f_best, V_best, nfev, False

@@ -49,7 +49,7 @@ import time
 
 import numpy as np
 
-from ._polish import hair_outside, real_gain
+from ..local._polish import hair_outside, real_gain
 
 __all__ = ["integer_search", "bound_flips", "ENUMERATE", "LINE_VALUES", "PAIR_GENES",
            "SCREEN_ENUMERATE"]
@@ -130,7 +130,7 @@ def _try(problem, start, pvec, max_evals, nfev, deadline):
     projected and polished again from the projection, as :func:`._finish.polish_from`
     starts.  Returns ``(x, f, V, nfev, timed_out)`` of the first feasible end (else the
     last one)."""
-    from ._newton import budget_left, restore
+    from ..local._newton import budget_left, restore
 
     out = _try_from(problem, start, pvec, max_evals, nfev, deadline)
     if out[4] or np.all(out[2] == 0):
@@ -167,8 +167,8 @@ MARGINS = (0.0, 1e-9)
 
 
 def _try_margin(problem, start, pvec, max_evals, nfev, deadline, margin):
-    from ._newton import budget_left, restore
-    from ._polish import polish, wide_spread
+    from ..local._newton import budget_left, restore
+    from ..local._polish import polish, wide_spread
     from ._verdict import check_point
 
     def left():
@@ -384,7 +384,7 @@ def _vanishes(problem, best, starts, pvec, moves) -> np.ndarray:
     """For each start (column of ``starts`` (n, K)), whether a conjunctive constraint
     leaf that has a slope in a gene other than the two moved at ``best`` is 0 there
     with no slope in any such gene."""
-    from ._scipy import conjunctive_leaves
+    from ..problem._scipy import conjunctive_leaves
 
     L = len(problem.leaves)
     K = starts.shape[1]
@@ -440,7 +440,7 @@ def bound_flips(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=N
     is interior costs nothing here.  Same parameters and returns as
     :func:`integer_search`.
     """
-    from ._newton import budget_left
+    from ..local._newton import budget_left
 
     if not np.all(V_best == 0) or not np.isfinite(f_best):
         return best, f_best, V_best, nfev, False

@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 
-from ._scipy import STRICT_MARGIN, ScipyBridge, conjunctive_leaves
+from ..problem._scipy import STRICT_MARGIN, ScipyBridge, conjunctive_leaves
 
 __all__ = ["conjunctive_leaves", "polish", "Counter", "STRICT_MARGIN", "PolishInterrupted",
            "singular_sides", "wide_spread", "hair_outside", "HAIR", "stationarity",

@@ -122,7 +122,7 @@ def _check(problem, x, pvec):
 
 
 def _multistart(problem, pvec, starts, rng, time_limit):
-    from ._polish import polish
+    from ..local._polish import polish
 
     t0 = time.perf_counter()
     lo, hi = problem.lower, problem.upper
@@ -146,8 +146,8 @@ def _multistart(problem, pvec, starts, rng, time_limit):
 def _de(problem, pvec, seed, maxiter):
     from scipy.optimize import differential_evolution
 
-    from ._polish import Counter
-    from ._scipy import ScipyBridge
+    from ..local._polish import Counter
+    from ..problem._scipy import ScipyBridge
 
     t0 = time.perf_counter()
     counter = Counter()

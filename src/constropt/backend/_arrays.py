@@ -24,10 +24,10 @@ import array_api_compat.numpy as _compat_np
 import numpy as np
 
 __all__ = ["namespace", "is_torch", "take", "clip_max", "put_rows", "median_low", "to_numpy",
-           "inference", "compiling", "sym_max", "Random", "asarray", "BACKENDS"]
+           "inference", "compiling", "sym_max", "Random", "asarray", "ARRAY_KINDS"]
 
 #: Names of the engine's backends.
-BACKENDS = ("numpy", "torch")
+ARRAY_KINDS = ("numpy", "torch")
 
 
 def _clip(x, /, min=None, max=None):

@@ -153,7 +153,7 @@ class Result:
         that is proven (``inf`` without a feasible point).
     certificate : Certificate or InfeasibilityProof or None
         What was proven and how (see the Certificates page of the docs): the
-        branch-and-bound's :class:`~constropt.solver._certify.Certificate`, or the
+        branch-and-bound's :class:`~constropt.certify._bnb.Certificate`, or the
         :class:`~constropt.problem._fbbt.InfeasibilityProof` of a problem whose
         constraints admit no point (status ``INFEASIBLE``, no search run).
     problem : Problem
@@ -270,7 +270,7 @@ class Result:
         Fields follow scipy's convention: ``x`` (``x_array``), ``fun`` (the value that
         was minimized: ``-result.fun`` for a maximize problem), ``user_fun``
         (``result.fun``, the user's sense), ``success``, ``status`` (an int, 0 for a
-        normal convergence; see ``constropt.solver._scipy.SCIPY_STATUS``), ``message``,
+        normal convergence; see ``constropt.problem._scipy.SCIPY_STATUS``), ``message``,
         ``nit``, ``nfev``, ``maxcv``; also ``feasible``, ``violations`` and
         ``constropt_status`` (the :class:`Status`).
 
@@ -278,7 +278,7 @@ class Result:
         -------
         scipy.optimize.OptimizeResult
         """
-        from ._scipy import result_to_scipy
+        from ..problem._scipy import result_to_scipy
 
         return result_to_scipy(self)
 

@@ -207,12 +207,12 @@ def _branch_and_bound(problem, pvec, U, sign, x, gap, time_limit, device, dtype,
     import torch
 
     from ..problem._fbbt import problem_model
-    from ._certify_bounds import _light, bound_boxes
-    from ._certify_exclusion import exclusion_box, second_order_bound
-    from ._certify_nodes import contract_nodes
+    from ._bounds import _light, bound_boxes
+    from ._exclusion import exclusion_box, second_order_bound
+    from ._nodes import contract_nodes
 
     if not isinstance(device, torch.device):  # "auto" from solve: the search's device
-        from ..engine._backend import resolve_device
+        from ..backend._devices import resolve_device
 
         device = resolve_device(device)
     dev = torch.device(device)

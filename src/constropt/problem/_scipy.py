@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import OptionError
-from ..problem._constraints import AllOf, AnyOf, Leaf
+from ._constraints import AllOf, AnyOf, Leaf
 
 __all__ = ["ScipyProblem", "ScipyBridge", "problem_to_scipy", "result_to_scipy",
            "conjunctive_leaves", "SCIPY_STATUS", "STRICT_MARGIN"]
@@ -292,7 +292,7 @@ class ScipyBridge:
                                            jac=self._cjac(idx, s) if self.exact else "2-point"))
         orc = _disjunctive_constraints(self.problem) if disjunctive else []
         if orc:
-            from ..problem._evaluate import report_numpy
+            from ._evaluate import report_numpy
 
             rows = np.array(orc, dtype=int)
 

@@ -6,7 +6,7 @@ re-evaluates every constraint (and the objective) at the exact point with Arb ba
 (:mod:`constropt.problem._rigorous`); a constraint is *satisfied* only when its ball lies
 on the feasible side (strictly for ``<``/``>``; ``|h| <= eq_tol`` for equalities),
 *violated* when it lies on the other side (or the value is undefined), else *undecided*
-(a rounding-level tie).  :func:`certify` is the single call the final checks of
+(a rounding-level tie).  :func:`certify_point` is the single call the final checks of
 ``solve`` and ``solve_batch`` make: when float64 says feasible but the rigorous check
 does not, it tries a few tiny moves into the interior (along the failing constraints'
 gradients, integer genes by whole units as exact Python ints) and re-checks each one
@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..local._polish import rounding_scale
 from ..problem._constraints import AllOf, Leaf
 from ..problem._rigorous import (
     SATISFIED,
@@ -33,9 +34,8 @@ from ..problem._rigorous import (
     verdict_of,
     working_precision,
 )
-from ._polish import rounding_scale
 
-__all__ = ["Verification", "verify_point", "certify", "Certified", "PRECISIONS"]
+__all__ = ["Verification", "verify_point", "certify_point", "Certified", "PRECISIONS"]
 
 #: Working precisions (bits) tried in turn while some constraint is undecided.
 PRECISIONS = (128, 512, 2048)
@@ -224,7 +224,7 @@ def verify_point(problem, x, pvec, *, fun: float | None = None,
 
 
 class Certified(NamedTuple):
-    """What :func:`certify` returns: the (possibly moved) point and its checks."""
+    """What :func:`certify_point` returns: the (possibly moved) point and its checks."""
 
     x: np.ndarray          # (n,) float64
     fun: float             # float64 objective at x
@@ -375,7 +375,7 @@ def _candidates(problem, x, genes, d, newton=()):
         yield x2, g2
 
 
-def certify(problem, x, pvec, fun: float, V: np.ndarray, budget: int | None = None
+def certify_point(problem, x, pvec, fun: float, V: np.ndarray, budget: int | None = None
             ) -> Certified:
     """The final check: rigorous verdicts at ``x``, with a repair when float64 says
     feasible but exact arithmetic cannot certify it.
