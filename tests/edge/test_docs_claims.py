@@ -182,3 +182,19 @@ def test_fitness_page_quotes_the_benchmark_results():
            if re.match(r"\| [123] \|", line)]
     missed = sum("missed" in line for line in page.splitlines() if line.startswith("| example"))
     assert missed == sum(m != "yes" for m in met)
+
+
+#: Paths in the repository the prose quotes: test files and committed benchmark results.
+QUOTED_PATH = re.compile(r"\b(?:tests|benchmarks/results)/[\w/.-]*\w\.(?:py|md|jsonl)\b")
+
+
+def test_quoted_tests_and_results_exist():
+    # a test moved to its stage's folder, or a result replaced by a newer run, must not
+    # leave the pages (or a script's usage, a comment, a test) pointing at nothing
+    texts = [ROOT / "README.md", ROOT / ".ci" / "run", ROOT / "pyproject.toml",
+             *DOCS.rglob("*.md"), *DOCS.rglob("*.py"), *(ROOT / "benchmarks").glob("*.py"),
+             *(ROOT / "src").rglob("*.py"), *(ROOT / "tests").rglob("*.py")]
+    missing = sorted({f"{path.relative_to(ROOT)}: {quoted}" for path in texts
+                      for quoted in QUOTED_PATH.findall(path.read_text(encoding="utf-8"))
+                      if not (ROOT / quoted).exists()})
+    assert not missing, "quoted paths that do not exist:\n" + "\n".join(missing)
