@@ -184,8 +184,9 @@ def test_fitness_page_quotes_the_benchmark_results():
     assert missed == sum(m != "yes" for m in met)
 
 
-#: Paths in the repository the prose quotes: test files and committed benchmark results.
-QUOTED_PATH = re.compile(r"\b(?:tests|benchmarks/results)/[\w/.-]*\w\.(?:py|md|jsonl)\b")
+#: Paths in the repository the prose quotes: test files and committed benchmark results
+#: (not ``REV:path``, a file in the history that ``git show`` prints).
+QUOTED_PATH = re.compile(r"(?<!:)\b(?:tests|benchmarks/results)/[\w/.-]*\w\.(?:py|md|jsonl)\b")
 
 
 def test_quoted_tests_and_results_exist():

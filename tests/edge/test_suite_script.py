@@ -3,6 +3,7 @@ records, before/after counts and issue 14's acceptance lines (no solver runs her
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import types
@@ -88,3 +89,29 @@ def test_report_prints_before_counts_and_acceptance():
     # how the failures failed: the GA's two are feasible local optima, f - f* = 1
     assert "| G01 | constropt-ga | 2/5 | - | - | 2 (1) |" in text
     assert "| G01 | constropt | 1/5 | - | - | 1 (1) |" in text
+
+
+def test_raw_runs_go_to_the_ignored_folder_unless_given():
+    args = suite.parse_args(["--out", "benchmarks/results/suite.md"])
+    assert suite.raw_path(args) == os.path.join(suite.RAW_DIR, "suite.jsonl")
+    assert os.path.realpath(os.path.dirname(suite.RAW_DIR)) == os.path.realpath(BENCH)
+    # the folder is git-ignored: raw runs are regenerated, the reports are committed
+    with open(os.path.join(BENCH, "..", ".gitignore")) as fh:
+        ignored = fh.read().split()
+    assert "/benchmarks/raw/" in ignored
+    assert suite.raw_path(suite.parse_args(["--out", "r.md", "--raw", "x.jsonl"])) == "x.jsonl"
+    assert suite.raw_path(suite.parse_args([])) == ""  # no report, no record
+
+
+def test_report_only_rebuilds_the_report_from_a_raw_file_the_user_made(tmp_path):
+    raw = tmp_path / "mine.jsonl"
+    raw.write_text("".join(json.dumps(_rec("constropt", "G01", s, s != 1)) + "\n"
+                           for s in range(3)))
+    out = tmp_path / "report.md"
+    assert suite.main(["--report-only", "--raw", str(raw), "--out", str(out),
+                       "--problems", "G01", "--solvers", "constropt", "--seeds", "0-2"]) == 0
+    row = next(line for line in out.read_text().splitlines() if line.startswith("| G01 |"))
+    assert "| 2/3 |" in row
+    with pytest.raises(SystemExit, match="no runs at"):
+        suite.main(["--report-only", "--raw", str(tmp_path / "absent.jsonl"),
+                    "--problems", "G01", "--solvers", "constropt"])
