@@ -2,7 +2,7 @@
 
 Every run of every solver gets the same budget (500,000 evaluations by default) and
 its final point is judged by the same rule: constropt's own float64 check
-(``constropt.solver._solve.check_point``: inequalities ``g <= 0``, strict ones ``g < 0``,
+(``constropt.finish._verdict.check_point``: inequalities ``g <= 0``, strict ones ``g < 0``,
 equalities ``|h| <= eq_tol``: 1e-4 for CEC 2006 and CEC 2020 as their rules say, 1e-6
 for the MINLPLib and Hock-Schittkowski problems) plus the distance to the published
 optimum f*:
@@ -58,11 +58,15 @@ run's evaluations.
 Usage
 -----
 The whole collection, issue 14's acceptance run (25 seeds of constropt and its GA,
-fewer of scipy, all at 500,000 evaluations; before = the committed baseline)::
+fewer of scipy, all at 500,000 evaluations; before = the runs of an earlier version)::
 
     PYTHONPATH=src python benchmarks/suite.py --runs 25 --solver-runs scipy=5 \
-        --baseline benchmarks/results/suite_before_raw.jsonl \
-        --out benchmarks/results/suite.md
+        --baseline benchmarks/raw/suite_before.jsonl --out benchmarks/results/suite.md
+
+The raw runs behind the committed ``results/suite.md`` are not in the tree; the last
+commit that holds them is f0b2a4a (``git show
+f0b2a4a:benchmarks/results/suite_raw.jsonl > benchmarks/raw/suite_before.jsonl`` makes
+them the baseline of a new run).
 
 A subset: ``--problems`` takes names and ``tag:T`` selectors (``tag:cec2020``,
 ``tag:minlplib``, ``tag:hock-schittkowski``, ``tag:cec2006``, ``tag:equality``...),
@@ -71,16 +75,18 @@ A subset: ``--problems`` takes names and ``tag:T`` selectors (``tag:cec2020``,
 
     PYTHONPATH=src python benchmarks/suite.py --problems tag:cec2020,G17 \
         --solvers constropt,constropt-ga --seeds 0-4 --out /tmp/cec2020.md
-    PYTHONPATH=src python benchmarks/suite.py --quick --out benchmarks/results/suite_quick.md
+    PYTHONPATH=src python benchmarks/suite.py --quick --out /tmp/suite_quick.md
 
 Runs are independent and go to ``--jobs`` worker processes (default 2, torch held
 to one thread each), which import a snapshot of ``src/constropt`` taken at the start.
-Each finished run is appended to a JSON-lines file (next to ``--out``,
-``*_raw.jsonl``, or ``--raw``). ``--resume`` keeps the runs already there and adds
-the missing ones, so a long run can be stopped and continued, or grown seed range by
-seed range (``--seeds 0-4``, then ``--resume --seeds 0-9``); ``--report-only``
-rebuilds the tables from it. The modules: ``_suite_solvers.py`` (the solvers and the
-judging), ``_suite_report.py`` (the tables).
+Each finished run is appended to a JSON-lines file: ``--raw``, or by default
+``benchmarks/raw/<name of --out>.jsonl`` (a git-ignored folder: raw runs are regenerated,
+not committed; ``benchmarks/results/`` keeps the report). ``--resume`` keeps the runs
+already there and adds the missing ones, so a long run can be stopped and continued, or
+grown seed range by seed range (``--seeds 0-4``, then ``--resume --seeds 0-9``);
+``--report-only`` rebuilds the tables from it (or from any raw file given as ``--raw``).
+The modules: ``_suite_solvers.py`` (the solvers and the judging), ``_suite_report.py``
+(the tables).
 """
 
 from __future__ import annotations
@@ -92,7 +98,8 @@ import sys
 import time
 import warnings
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 from _suite_report import fmt_time, num, report  # noqa: E402
 from _suite_solvers import (  # noqa: E402
     ALL_SOLVERS,
@@ -103,6 +110,20 @@ from _suite_solvers import (  # noqa: E402
     init_worker,
     run_task,
 )
+
+#: Where the runs go by default: kept out of the repository (.gitignore), which holds
+#: the reports only.
+RAW_DIR = os.path.join(HERE, "raw")
+
+
+def raw_path(args) -> str:
+    """The JSON-lines file of the runs: ``--raw``, else ``RAW_DIR/<stem of --out>.jsonl``,
+    else none (no ``--out``: nothing is recorded)."""
+    if args.raw:
+        return args.raw
+    if not args.out:
+        return ""
+    return os.path.join(RAW_DIR, os.path.splitext(os.path.basename(args.out))[0] + ".jsonl")
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -156,7 +177,7 @@ def parse_args(argv=None):
     ap.add_argument("--pymoo-termination", choices=("default", "budget"), default="default")
     ap.add_argument("--out", default="", help="write the markdown report to this file")
     ap.add_argument("--raw", default="", help="JSON-lines file of the runs "
-                    "(default: next to --out, *_raw.jsonl)")
+                    "(default: benchmarks/raw/<name of --out>.jsonl, git-ignored)")
     ap.add_argument("--resume", action="store_true",
                     help="keep the runs already in --raw and append the missing ones")
     ap.add_argument("--report-only", action="store_true",
@@ -180,7 +201,7 @@ def read_jsonl(path: str) -> list[dict]:
 def main(argv=None) -> int:
     args = parse_args(argv)
     warnings.simplefilter("ignore")
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+    sys.path.insert(0, os.path.join(HERE, "..", "src"))
 
     problems = select_problems(args)
     runs = QUICK_RUNS if args.quick and "--runs" not in " ".join(sys.argv) else args.runs
@@ -206,7 +227,12 @@ def main(argv=None) -> int:
         seeds = {s: parse_seeds(args.seeds) for s in solvers}
     opts = {"pymoo_termination": args.pymoo_termination, "jobs": args.jobs}
 
-    raw = args.raw or (os.path.splitext(args.out)[0] + "_raw.jsonl" if args.out else "")
+    raw = raw_path(args)
+    if args.report_only and not os.path.exists(raw):
+        raise SystemExit(f"--report-only: no runs at {raw or '(no --raw or --out given)'}; "
+                         "give the JSON-lines file of the runs as --raw FILE")
+    if raw and not args.report_only:  # the default folder is made on first use
+        os.makedirs(os.path.dirname(os.path.abspath(raw)), exist_ok=True)
     done = []
     if raw and (args.resume or args.report_only):
         loaded = {(r["solver"], r["problem"], r["seed"]): r for r in read_jsonl(raw)

@@ -8,7 +8,7 @@ A quoted output is a ```text block right after an HTML comment naming its genera
     ```
 
 ``python docs/gen_outputs.py`` prints every generator's output; ``--write`` replaces
-the quoted blocks in docs/*.md with it.  ``tests/test_doc_outputs.py`` checks that the
+the quoted blocks in docs/*.md with it.  ``tests/edge/test_doc_outputs.py`` checks that the
 quoted text is what the generators print now (numbers compared with a tolerance, so the
 check holds on any CPU).  Timings vary from run to run and are shown as ``…``.
 """

@@ -1,26 +1,38 @@
 """The package layout: the import graph of ``src/constropt`` has no cycles and follows the
-stage directions of the architecture (docs/how-it-works.md, "Module map").
+stages of the architecture, and the architecture notes (docs/how-it-works.md, section
+"Module map") say the same thing as this file.
 
 Imports are read with ``ast`` from the source files, module-level and function-level
 alike (a lazy import inside a function still ties the two modules together), so the test
 needs no import of constropt itself.
 
-Stages, lowest first: ``lowering`` and ``engine`` (independent of each other), then
-``problem``, ``solver``, ``parallel``, and the edge (``cli``, ``files``, ``interface``,
-``benchmarks``, the package's ``__init__``).  A module may import its own stage and lower
-ones; the few upward imports are lazy imports inside a public convenience method,
-listed in ``UPWARD`` with the method they serve.
+Stages, lowest first (``RANK``): ``_errors``; ``backend`` (devices, dtypes, the compile
+cache, the array namespace); ``lowering`` and ``engine`` (independent of each other);
+``problem``; ``local`` (local solvers); ``finish`` (the finishing path); ``certify`` (the
+branch-and-bound); ``solver`` (the run); ``parallel``; and the edge (``cli``, ``files``,
+``interface``, ``benchmarks``, the package's ``__init__``).  A module may import its own
+stage and lower ones; the few upward imports are lazy imports inside a thin method of a
+lower stage's object, listed in ``UPWARD`` with the method they serve.
+
+The module map is checked both ways: its stage table is ``RANK``, every module of the
+package has a row under its own stage (a missing one is named), every module it names
+exists, and its list of upward imports is ``UPWARD``.  The tests themselves sit in one
+folder per stage (``tests/<stage>/``, ``tests/edge/`` for the edge, ``tests/acceptance/``
+for suites across stages); this file stays at the root because it checks every stage.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src"
 PKG = "constropt"
+MAP_PAGE = ROOT / "docs" / "how-it-works.md"
 
 RANK = {"_errors": 0, "backend": 1, "lowering": 2, "engine": 2, "problem": 3, "local": 4,
         "finish": 5, "certify": 6, "solver": 7, "parallel": 8,
@@ -32,7 +44,6 @@ EDGE = RANK["cli"]
 #: serves a public method of a lower stage's object.
 UPWARD = {
     ("constropt.problem._problem", "constropt.interface._plot"): "Problem.plot",
-    ("constropt.problem._problem", "constropt.problem._scipy"): "Problem.to_scipy",
     ("constropt.problem._problem", "constropt.finish._scip"): "Problem.to_scip",
     ("constropt.finish._result", "constropt.interface._plot"): "Result.plot",
 }
@@ -197,3 +208,143 @@ def test_stages_import_downward():
 def test_modules_stay_small(module):
     lines = MODULES[module][0].read_text(encoding="utf-8").count("\n")
     assert lines <= MAX_LINES, f"{module} has {lines} lines; split it by idea"
+
+
+
+def test_upward_exceptions_are_live_upward_lazy_imports():
+    # an exception whose import went away, moved to module level or stopped pointing up
+    # would allow the next upward import for free
+    for (m, name), method in UPWARD.items():
+        assert RANK[_stage(name)] > RANK[_stage(m)], f"{method}: {m} -> {name} is not upward"
+        lazy = [code for target, code, at_top in _imports(m) if target == name and not at_top]
+        assert lazy, f"{method}: {m} has no lazy import of {name} any more"
+
+
+# -- the module map of docs/how-it-works.md -----------------------------------------------
+def _map_section() -> str:
+    text = MAP_PAGE.read_text(encoding="utf-8")
+    start = re.search(r"^## \d+\. Module map$", text, re.M)
+    assert start, f"{MAP_PAGE.name} has no '## N. Module map' section"
+    end = re.search(r"^## ", text[start.end():], re.M)
+    return text[start.end():start.end() + end.start() if end else len(text)]
+
+
+def _table(section: str, first_header: str) -> list[list[str]]:
+    """The rows (cells stripped) of the markdown table whose first header cell is
+    ``first_header``."""
+    lines = section.splitlines()
+    for i, line in enumerate(lines):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and cells[0] == first_header:
+            rows = []
+            for row in lines[i + 2:]:
+                if not row.startswith("|"):
+                    break
+                rows.append([c.strip() for c in row.strip().strip("|").split("|")])
+            return rows
+    raise AssertionError(f"the module map has no table headed '| {first_header} |'")
+
+
+def _ticked(cell: str) -> list[str]:
+    return re.findall(r"`([^`]+)`", cell)
+
+
+def _stage_of_path(path: str) -> str:
+    """``backend/`` -> ``backend``, ``cli.py`` -> ``cli``, ``__init__.py`` -> ``""``."""
+    name = path.rstrip("/").split("/")[0]
+    name = name[:-3] if name.endswith(".py") else name
+    return "" if name == "__init__" else name
+
+
+def _module_of_path(path: str) -> str:
+    """``engine/_de.py`` -> ``constropt.engine._de``; ``__init__.py`` -> ``constropt``."""
+    parts = path[:-3].split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join([PKG, *parts])
+
+
+def _mapped_modules() -> dict[str, set[str]]:
+    """``{module: stages of the row group it is listed under}`` from the module table; a
+    name without a folder takes the folder of the name before it in its cell
+    (``engine/_de.py``, ``_ga.py``)."""
+    out, group = {}, set()
+    for stage_cell, module_cell, *_ in _table(_map_section(), "stage"):
+        if stage_cell == "edge":
+            group = {st for st, r in RANK.items() if r == EDGE}
+        elif stage_cell:
+            group = {_stage_of_path(t) for t in _ticked(stage_cell)}
+        folder = ""
+        for token in _ticked(module_cell):
+            if "/" in token:
+                folder = token.rsplit("/", 1)[0]
+            elif folder:
+                token = f"{folder}/{token}"
+            out[_module_of_path(token)] = group
+    return out
+
+
+#: The modules the map must list: every module but the stage packages' ``__init__``
+#: (the stage table describes those), and the package's own ``__init__`` (the edge).
+MAPPED = sorted(m for m, (_, is_pkg) in MODULES.items() if not is_pkg or m == PKG)
+
+
+def test_the_map_ranks_the_stages_as_the_test_does():
+    ranks = {}
+    for rank, stages, *_ in _table(_map_section(), "rank"):
+        for token in _ticked(stages):
+            ranks[_stage_of_path(token)] = int(rank)
+    assert ranks == RANK
+
+
+def test_every_module_is_in_the_map():
+    missing = [m for m in MAPPED if m not in _mapped_modules()]
+    assert not missing, (f"modules without a row in the module map of {MAP_PAGE.name}: "
+                         + ", ".join(missing))
+
+
+def test_every_module_the_map_names_exists():
+    section = _map_section()
+    named = set(_mapped_modules())
+    # the prose too (the route of solve(), the upward imports): paths with a stage folder
+    named |= {_module_of_path(t) for t in _ticked(section)
+              if t.endswith(".py") and "/" in t and t.split("/")[0] in RANK}
+    absent = sorted(m for m in named if m not in MODULES)
+    assert not absent, f"the module map of {MAP_PAGE.name} names modules that do not " \
+                       "exist: " + ", ".join(absent)
+
+
+def test_the_map_lists_each_module_under_its_own_stage():
+    wrong = [f"{m} ({_stage(m) or '__init__'}) under {sorted(group)}"
+             for m, group in _mapped_modules().items()
+             if m in MODULES and _stage(m) not in group]
+    assert not wrong, "modules listed under another stage: " + "; ".join(wrong)
+
+
+def test_the_map_lists_the_upward_exceptions():
+    listed = set()
+    for line in _map_section().splitlines():
+        found = re.fullmatch(r"- `([\w.]+)`: `([\w/.]+\.py)` -> `([\w/.]+\.py)`", line.strip())
+        if found:
+            method, a, b = found.groups()
+            listed.add((_module_of_path(a), _module_of_path(b), method))
+    assert listed == {(a, b, method) for (a, b), method in UPWARD.items()}
+
+
+def test_readme_names_the_stages_lowest_first():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    layout = readme[readme.index("## Layout"):]
+    layout = layout[:layout.index("\n## ", 1)]
+    ranks = [RANK[_stage_of_path(t)] for t in _ticked(layout)
+             if _stage_of_path(t) in RANK and (t.endswith("/") or t.endswith(".py"))]
+    assert set(ranks) == set(RANK.values()) and ranks == sorted(ranks), ranks
+
+
+# -- the tests' own layout -------------------------------------------------------------------
+def test_tests_sit_in_a_folder_per_stage():
+    tests = ROOT / "tests"
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and any(p.glob("test_*.py"))}
+    stages = {st for st, r in RANK.items() if r < EDGE} | {"edge", "acceptance"}
+    assert folders <= stages, f"test folders that name no stage: {sorted(folders - stages)}"
+    loose = sorted(p.name for p in tests.glob("test_*.py") if p.name != Path(__file__).name)
+    assert not loose, f"tests at the root of tests/ (move them to their stage): {loose}"

@@ -1,0 +1,195 @@
+"""Batches at scale: local solves before the global search, the compile decision of a
+batch, and the instances sharded across two gloo ranks."""
+
+from __future__ import annotations
+
+import json
+import math
+import textwrap
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import constropt
+from constropt import OptionError, Status
+from constropt.problem._bounds import parameter_box
+from constropt.solver import _localfirst as lf
+from constropt.solver._build import compile_choice
+
+x, y, z, r, c = sp.symbols("x y z r c")
+
+
+def _disc():
+    return constropt.Problem(x + 2 * y, [(x - 1)**2 + (y + 1)**2 <= r**2],
+                             bounds={x: (-10, 10), y: (-10, 10)}, parameters={r: 1.0})
+
+
+def _exact(radii):
+    return -1.0 - radii * math.sqrt(5.0)
+
+
+def test_local_first_answers_a_smooth_sweep_without_a_global_search():
+    radii = np.linspace(0.5, 5.0, 300)
+    br = constropt.solve_batch(_disc(), {r: radii}, seed=0)
+    # 1e-8: the settle step lands on the circle or aims 1e-9 inside it
+    np.testing.assert_allclose(br.fun, _exact(radii), atol=1e-8)
+    assert br.success.all() and br.feasible.all()
+    assert all(res.status is Status.CONVERGED and res.nit == 0 for res in br)
+    assert all(res.message.startswith("local solve") for res in br)
+    assert br.timings["search"] == 0.0
+    for res, rad in zip(br, radii):  # exact feasibility, as every mode
+        assert res.verification.feasible
+        assert (res.x_array[0] - 1) ** 2 + (res.x_array[1] + 1) ** 2 <= rad**2
+
+
+def test_local_first_agrees_with_the_global_search_on_blog2():
+    f = x**2 + 2 * y**2 + 3 * z**2 + 4 * x * y - 5 * y * z
+    cons = [x >= 1, y > 3, y <= 7, z < 0, x + y + z >= 3, x**2 + z**2 <= r**2]
+    p = constropt.Problem(f, cons, maximize=True, bounds={x: (1, 25), z: (-25, 0)},
+                          parameters={r: 3.0})
+    radii = np.linspace(2.0, 5.0, 40)
+    loc = constropt.solve_batch(p, {r: radii}, seed=0)
+    glob = constropt.solve_batch(p, {r: radii}, seed=0, local_first=False)
+    assert loc.success.all() and glob.success.all()
+    # 1e-7 relative: the global run's polish and the local solves stop at their tolerances
+    np.testing.assert_allclose(loc.fun, glob.fun, rtol=1e-7)
+
+
+def test_instances_whose_local_answers_disagree_get_the_global_search():
+    # two wells whose depths swap at c = 0: the cold starts reach both minima, which
+    # disagree, so those anchors (and their neighbours) go to the global search
+    p = constropt.Problem((x**2 - 1)**2 + c * x, [x + y <= 3, y >= -1],
+                          bounds={x: (-2, 2), y: (-1, 1)}, parameters={c: 0.1})
+    cs = np.linspace(-0.4, 0.4, 24)
+    br = constropt.solve_batch(p, {c: cs}, seed=0)
+    grid = np.linspace(-2, 2, 400001)
+    best = np.array([np.min((grid**2 - 1)**2 + cc * grid) for cc in cs])
+    np.testing.assert_allclose(br.fun, best, atol=1e-6)  # grid spacing 1e-5: error ~1e-10
+    assert br.success.all()
+    assert any(res.nit > 0 for res in br)  # some went to the global search
+
+
+def test_kkt_test_rejects_the_maximum_and_accepts_the_minimum():
+    p = parameter_box(_disc(), np.array([[2.0, 2.0]]))
+    u = np.array([1.0, 2.0]) / math.sqrt(5.0)
+    X = np.stack([np.array([1.0, -1.0]) - 2.0 * u, np.array([1.0, -1.0]) + 2.0 * u], axis=1)
+    ok, act = lf.kkt_test(p, X, np.array([[2.0, 2.0]]))
+    assert ok.tolist() == [True, False] and act.all()
+
+
+def test_interior_point_converges_from_outside_the_feasible_set():
+    p = parameter_box(_disc(), np.array([[0.5, 3.0]]))
+    X, conv, its = lf.interior_point(p, np.array([[4.0, -4.0], [3.0, 3.0]]),
+                                     np.array([[0.5, 3.0]]))
+    assert conv.all()
+    f = X[0] + 2 * X[1]
+    np.testing.assert_allclose(f, _exact(np.array([0.5, 3.0])), atol=1e-8)
+
+
+def test_local_first_option_errors():
+    p = _disc()
+    with pytest.raises(OptionError, match="local_first must be"):
+        constropt.solve_batch(p, {r: [1.0, 2.0]}, local_first="yes")
+    with pytest.raises(OptionError, match="max_evals"):
+        constropt.solve_batch(p, {r: [1.0, 2.0]}, local_first=True, max_evals=5000)
+    q = constropt.Problem(x**2 + y**2, [sp.Eq(x + y, c)], bounds={x: (-3, 3), y: (-3, 3)},
+                          parameters={c: 1.0})
+    with pytest.raises(OptionError, match="equality constraints"):
+        constropt.solve_batch(q, {c: [1.0, 2.0]}, local_first=True)
+
+
+def test_a_large_eager_batch_neither_compiles_nor_leaves_numpy():
+    # 10,000 instances x 20 individuals x 2 genes = 400,000 numbers per generation: the
+    # single-solve rule compiled it (84 s); 200 generations of it cost ~13 s eagerly
+    assert compile_choice("auto", 400_000) is True          # a single solve: unchanged
+    assert compile_choice("auto", 400_000, 200) is False
+    assert compile_choice(True, 400_000, 200) is True
+    radii = np.linspace(0.5, 5.0, 2_000)  # 2,000 x 100 x 2 = 400,000 numbers
+    br = constropt.solve_batch(_disc(), {r: radii}, seed=0, polish=False, pop_size=100,
+                               max_generations=2, device="cpu")
+    assert br.timings["compile"] == 0.0 and br[0].backend == "numpy"
+
+
+SHARD_SCRIPT = textwrap.dedent("""
+    import json, os, sys
+    import numpy as np, sympy as sp
+    import constropt
+    import constropt.parallel._shard as shard
+    solved, one = [], shard._solve_one
+
+    def counting(problem, parameters, **kw):  # the instances this rank solves itself
+        solved.append(len(next(iter(parameters.values()))))
+        return one(problem, parameters, **kw)
+
+    shard._solve_one = counting
+    x, y, r = sp.symbols("x y r")
+    p = constropt.Problem(x + 2 * y, [(x - 1)**2 + (y + 1)**2 <= r**2],
+                          bounds={x: (-10, 10), y: (-10, 10)}, parameters={r: 1.0})
+    radii = np.linspace(0.5, 5.0, int(sys.argv[2]))
+    br = constropt.solve_batch(p, {r: radii}, seed=0)
+    out = {"fun": br.fun.tolist(), "status": [s.status.name for s in br],
+           "params": br.parameters[r].tolist(), "rank": int(os.environ["RANK"]),
+           "solved": solved}
+    with open(sys.argv[1] + f".{out['rank']}", "w") as fh:
+        json.dump(out, fh)
+""")
+
+
+def test_two_gloo_ranks_give_the_one_process_answers(tmp_path):
+    from _torchrun import torchrun
+
+    script = tmp_path / "shard.py"
+    script.write_text(SHARD_SCRIPT)
+    B = 200
+    proc = torchrun([script, tmp_path / "out", B], timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    radii = np.linspace(0.5, 5.0, B)
+    one = constropt.solve_batch(_disc(), {r: radii}, seed=0)
+    for rank in (0, 1):  # every rank returns the whole batch, in instance order
+        got = json.loads((tmp_path / f"out.{rank}").read_text())
+        assert got["solved"] == [B // 2]  # its share only
+        np.testing.assert_array_equal(got["params"], radii)
+        # 1e-8: an instance's answer may land on the circle or 1e-9 inside it, depending
+        # on which anchors its shard has
+        np.testing.assert_allclose(got["fun"], one.fun, atol=1e-8)
+        assert got["status"] == [s.status.name for s in one]
+
+
+def test_shard_option():
+    with pytest.raises(OptionError, match="several ranks"):
+        constropt.solve_batch(_disc(), {r: [1.0, 2.0]}, shard=True)
+    with pytest.raises(OptionError, match="shard must be"):
+        constropt.solve_batch(_disc(), {r: [1.0, 2.0]}, shard="x")
+
+
+def test_ctrl_c_in_the_local_solves_interrupts_every_instance(monkeypatch):
+    def ipm(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(lf, "interior_point", ipm)
+    br = constropt.solve_batch(_disc(), {r: [1.0, 2.0, 3.0]}, seed=0)
+    for res in br:  # the box centre, checked: feasible for r >= sqrt(2), never a success
+        assert res.status is Status.INTERRUPTED and not res.success
+        assert res.verification is not None and res.x_array.tolist() == [0.0, 0.0]
+    assert [res.feasible for res in br] == [False, True, True]
+
+
+def test_ctrl_c_in_a_local_answer_check_stops_the_later_ones(monkeypatch):
+    from constropt.finish import _verify
+
+    certify_point, calls = _verify.certify_point, {"n": 0}
+
+    def once(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return certify_point(*args, **kwargs)
+
+    monkeypatch.setattr(_verify, "certify_point", once)
+    radii = np.array([1.0, 2.0, 3.0])
+    br = constropt.solve_batch(_disc(), {r: radii}, seed=0)
+    assert br[0].success and br[0].fun == pytest.approx(_exact(1.0), abs=1e-8)
+    for res in br[1:]:  # checked once more, then INTERRUPTED with the local answer
+        assert res.status is Status.INTERRUPTED and not res.success
+        assert res.verification is not None and res.feasible
