@@ -137,7 +137,13 @@ def test_budget_is_honoured_with_polish_and_restarts(name):
     for budget in (3_000, 20_000):
         res = constropt.solve(b.problem(), seed=4, max_evals=budget)
         assert res.nfev <= budget
-    assert res.status in (Status.MAX_EVALS, Status.CONVERGED, Status.INFEASIBLE)
+        # a budget-cut end, or the honest "not confirmed" when the cut left the
+        # unboundedness probe of the returned point unrun (G22's best point lies at a
+        # strict side with one BLAS thread, inside with two: the polish's path differs)
+        assert res.status in (Status.MAX_EVALS, Status.CONVERGED, Status.INFEASIBLE,
+                              Status.NOT_CONFIRMED), res.message
+        if res.status is Status.NOT_CONFIRMED:
+            assert "budget ran out" in res.message
 
 
 def test_restarts_are_counted_within_the_budget():
