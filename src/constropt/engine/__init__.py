@@ -2,26 +2,16 @@
 
 Modules (the array namespace they are written against is :mod:`constropt.backend._arrays`):
 ``_ranking`` (feasibility rules), ``_selection`` (tournament), ``_variation``
-(SBX, polynomial mutation, repair), ``_ga`` and ``_de`` (one generation),
-``_algorithms`` (the interface the driver steps), ``_termination`` (the one stop rule),
-``_driver`` (the one generation loop over B >= 1 instances).
+(SBX, polynomial mutation, repair), ``_handling`` (the constraint handlers, registered by
+name), ``_ga`` and ``_de`` (each algorithm: its generation, state and the object the
+driver steps), ``_algorithms`` (the algorithms registered by name, and the interface the
+driver steps), ``_termination`` (the one stop rule), ``_driver`` (the one generation loop
+over B >= 1 instances).
 """
 
-
-import importlib
-
-#: Where each re-exported name lives.  Loaded on first use, so that ``import constropt``
-#: does not import torch: a small problem searched on NumPy never needs it.
-_HOME = {"Driver": "_driver", "Outcome": "_driver", "Termination": "_driver",
-         "check": "_driver", "GAConfig": "_ga", "Population": "_ga", "make_step": "_ga",
-         "better": "_ranking", "order": "_ranking"}
+from ._driver import Driver, Outcome, Termination, check
+from ._ga import GAConfig, Population, make_step
+from ._ranking import better, order
 
 __all__ = ["GAConfig", "Population", "make_step", "Driver", "Outcome", "Termination",
            "check", "better", "order"]
-
-
-def __getattr__(name):
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{home}"), name)

@@ -1,6 +1,9 @@
-"""Search algorithms behind one small interface the driver steps.
+"""The search algorithms by name: what the solver builds each from, and the interface the
+driver steps.
 
-Populations carry an instance axis: ``X`` (N, B, S), ``f`` and ``cv`` (B, S).
+An algorithm is two pieces.  The object the driver steps (:class:`~._de.DE`,
+:class:`~._ga.GA`) holds one run; populations carry an instance axis: ``X`` (N, B, S),
+``f`` and ``cv`` (B, S).
 
 - ``start(X0)`` evaluates initial populations and returns the algorithm's state;
 - ``advance(state)`` runs one generation of every instance;
@@ -16,255 +19,182 @@ Populations carry an instance axis: ``X`` (N, B, S), ``f`` and ``cv`` (B, S).
 
 ``evals_per_step`` is what one ``advance`` costs each instance in point evaluations;
 ``sorted_raw`` whether the population's column 0 is always its best point under
-feasibility rules on the raw ``(f, cv)`` (true with the ``"feasibility"`` handler, whose
-keys are the raw pair: the driver then reads the best point without searching for it).
+feasibility rules on the raw ``(f, cv)`` (true with a handler whose keys are the raw
+pair, :attr:`~._handling.Handler.raw_keys`: the driver then reads the best point without
+searching for it).
+
+The other piece is an :class:`Algorithm`, registered by name (``algorithm=name``): the
+defaults it brings (population size, generation cap, restarts on small problems, the
+handler ``constraint_handling="auto"`` picks), its state class, its frozen config and
+generation step, and how to make the object above.  The solver asks these and never
+compares names.  A new algorithm is its module (state, step, the stepped object) plus an
+:class:`Algorithm` subclass decorated with :func:`register_algorithm`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
-import numpy as np
-
-from ..backend._arrays import Random, asarray, namespace, put_rows
+from .._errors import OptionError
 from . import _de, _ga
-from ._ga import Population
+from ._de import DE, DEState
+from ._ga import GA, GAState, Population
 from ._handling import Handler
-from ._ranking import order
 
-__all__ = ["GA", "GAState", "DE", "DEState"]
+__all__ = ["Algorithm", "DifferentialEvolution", "GeneticAlgorithm", "register_algorithm",
+           "algorithm_names", "get_algorithm", "ALGORITHMS", "DE", "DEState", "GA", "GAState",
+           "Population"]
 
-
-def _inject(X, keep):
-    """Put the points ``keep`` (N, B) first in each instance of ``X`` (N, B, S); ``X``
-    as it is when ``keep`` is None."""
-    if keep is None:
-        return X
-    return namespace(X).concat([keep[..., None], X[..., 1:]], axis=-1)
+#: The registered algorithms, by name (filled by :func:`register_algorithm`).
+_REGISTRY: dict[str, Algorithm] = {}
 
 
-@dataclass
-class GAState:
-    """The GA's state (one instance): population (N, S), best first under the handler's
-    keys, and the handler's level, as :class:`DEState` without the parameter memory."""
+def register_algorithm(cls: type[Algorithm]) -> type[Algorithm]:
+    """Make the :class:`Algorithm` subclass ``cls`` selectable as ``algorithm=cls.name``
+    (a class decorator; returns ``cls``)."""
+    if not (isinstance(cls, type) and issubclass(cls, Algorithm)):
+        raise TypeError(f"register_algorithm takes an Algorithm subclass, got {cls!r}")
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{cls.__name__}.name must be a non-empty name, got {name!r}")
+    if name in _REGISTRY and type(_REGISTRY[name]) is not cls:
+        raise ValueError(f"an algorithm named {name!r} is already registered "
+                         f"({type(_REGISTRY[name]).__name__})")
+    _REGISTRY[name] = cls()
+    return cls
 
-    pop: Population
-    level: Any
-    level0: Any
-    t: int = 0  # generations since the (re)start: the epsilon schedule's clock
+
+def algorithm_names() -> tuple[str, ...]:
+    """The names ``algorithm`` accepts, in registration order."""
+    return tuple(_REGISTRY)
 
 
-@dataclass
-class GA:
-    """Tournament + SBX + polynomial mutation, (mu + lambda) survival, with a pluggable
-    constraint handler (its keys rank tournaments and survival) and optional repair.
+def get_algorithm(name: str) -> Algorithm:
+    """The algorithm registered as ``name`` (one of :func:`algorithm_names`)."""
+    alg = _REGISTRY.get(name) if isinstance(name, str) else None
+    if alg is None:
+        raise OptionError(f"unknown algorithm {name!r}; choose one of "
+                          f"{', '.join(_REGISTRY)}")
+    return alg
 
-    One instance (``B == 1``): its state is a :class:`GAState` over an unbatched
-    population (N, S); :meth:`population` presents it with the instance axis.
+
+class Algorithm:
+    """What the solver builds a search algorithm from, and the defaults it brings.
+
+    Class attributes:
+
+    - ``name``: what ``algorithm`` calls it;
+    - ``state``: the class of its state (checkpoints hold it; ``resume`` checks it);
+    - ``batched``: its arrays carry the instance axis, so it runs ``B >= 1`` instances
+      (``solve_batch``); otherwise one instance, on arrays without that axis;
+    - ``max_generations``: the generation cap when ``max_generations`` is not given;
+    - ``small_restarts``: ``restarts="auto"`` on a small continuous problem without
+      equalities, and ``independent_small_restarts`` whether those leave the best point
+      out of the fresh population;
+    - ``equality_handler`` / ``plain_handler``: the handler ``constraint_handling="auto"``
+      picks for a problem with / without equality constraints.
     """
 
-    fit: Any          # fitness(X, P, eq_tol) -> (fmin, cv), eager
-    step_fn: Any      # compiled or eager ga_step
-    cfg: _ga.GAConfig
-    rng: Random
-    bounds: tuple     # (lower, upper, integer), each (N, 1)
-    args: tuple       # (P (n_p, 1), eq_tol)
-    handler: Handler = Handler("feasibility")
-    repair: Any = None  # a _repair.Repair, applied after each step (eager)
-    control_generations: int = 200  # epsilon decays to 0 over this many generations
+    name: ClassVar[str] = ""
+    state: ClassVar[type]
+    batched: ClassVar[bool] = False
+    max_generations: ClassVar[int] = 1000
+    small_restarts: ClassVar[int] = 0
+    independent_small_restarts: ClassVar[bool] = False
+    equality_handler: ClassVar[str] = "epsilon"
+    plain_handler: ClassVar[str] = "feasibility"
 
-    @property
-    def evals_per_step(self) -> int:
-        return self.cfg.pop_size + (self.repair.evals_per_step if self.repair else 0)
+    def handler_for(self, equalities: bool) -> str:
+        """The handler ``constraint_handling="auto"`` stands for."""
+        return self.equality_handler if equalities else self.plain_handler
 
-    @property
-    def sorted_raw(self) -> bool:
-        return self.handler.name == "feasibility"
+    def shape(self, n: int) -> tuple[int, ...]:
+        """The shape of the per-gene bounds: ``(n, 1, 1)`` with the instance axis,
+        ``(n, 1)`` without."""
+        return (n, 1, 1) if self.batched else (n, 1)
 
-    def _keys(self, level):
-        return lambda f, cv: self.handler.keys(f, cv, level)
+    def args(self, P, tol) -> tuple:
+        """The step's parameter arguments from ``P`` (n_p, B, 1) and the tolerance."""
+        return (P, tol) if self.batched else (P[:, :, 0], tol)
 
-    def start(self, X0):
-        X = X0[:, 0]
-        f, cv = self.fit(X, *self.args)
-        level0 = self.handler.initial_level(f, cv)
-        return GAState(_ga.survive(X, f, cv, X.shape[1], self._keys(level0)), level0,
-                       level0)
+    def pop_size(self, n: int) -> int:
+        """Population size (per instance) when ``pop_size`` is not given."""
+        raise NotImplementedError
 
-    def advance(self, st: GAState):
-        lower, upper, integer = self.bounds
-        rnd = _ga.draw(self.rng, self.cfg, lower.shape[0])
-        pop = self.step_fn(st.pop, rnd, lower, upper, integer, *self.args, st.level)
-        if self.repair is not None:
-            keys = self._keys(st.level)
-            pop = self.repair(pop, keys)
-            pop = _ga.survive(pop.X, pop.f, pop.cv, pop.f.shape[0], keys)
-        t = st.t + 1
-        level = self.handler.next_level(st.level, st.level0, t / self.control_generations,
-                                        pop.cv[0])
-        return GAState(pop, level, st.level0, t)
+    def config(self, opts, n: int, S: int) -> Any:
+        """The frozen, shape-fixing config from the run's options ``opts`` (read by
+        attribute), ``n`` variables and population ``S``."""
+        raise NotImplementedError
 
-    def population(self, st: GAState) -> Population:
-        return Population(st.pop.X[:, None], st.pop.f[None], st.pop.cv[None])
+    def make_step(self, fitness, cfg, handler: Handler, integers: bool):
+        """The generation step around ``fitness`` (``integers``: some gene is integer)."""
+        raise NotImplementedError
 
-    def with_population(self, st: GAState, new: Population) -> GAState:
-        return replace(st, pop=Population(new.X[:, 0], new.f[0], new.cv[0]))
+    def step_key(self, cfg, handler: Handler, integers: bool) -> tuple:
+        """What the compiled step depends on besides the fitness (its cache key)."""
+        raise NotImplementedError
 
-    def keys(self, f, cv, st: GAState):
-        return self.handler.keys(f, cv, st.level)
-
-    def settled(self, since):
-        """No stagnation while the epsilon level is still decaying (as for DE)."""
-        since = np.asarray(since)
-        if self.handler.name != "epsilon":
-            return np.ones(since.shape, dtype=bool)
-        return since >= self.control_generations
-
-    def restart(self, st: GAState, rows, X1, keep):
-        return self.start(_inject(X1, keep))
-
-    def compact(self, st, rows):  # pragma: no cover - one instance never compacts
-        raise NotImplementedError("the GA runs one instance")
+    def create(self, *, fit, step_fn, cfg, handler: Handler, rng, bounds, args,
+               pop_size: int, repair):
+        """The object the driver steps."""
+        raise NotImplementedError
 
 
-@dataclass
-class DEState:
-    """DE state per instance: population (sorted best-first under the handler's keys),
-    success-history memory, the handler's level and initial level (B, 1) and the
-    epsilon schedule's clock ``t`` (B, 1), generations since the (re)start."""
+@register_algorithm
+class DifferentialEvolution(Algorithm):
+    """SHADE-style DE (:mod:`._de`), the default: any number of instances."""
 
-    pop: Population
-    mem: _de.Memory
-    level: Any
-    level0: Any
-    t: Any
+    name: ClassVar[str] = "de"
+    state: ClassVar[type] = DEState
+    batched: ClassVar[bool] = True
+    max_generations: ClassVar[int] = 3000
+    small_restarts: ClassVar[int] = 0  # one run and the polish solve those
 
+    def pop_size(self, n: int) -> int:
+        return int(min(300, max(40, 12 * n)))
 
-def _rows(st: DEState, fn_x, fn) -> DEState:
-    """Apply ``fn_x`` to the population (instance axis 1) and ``fn`` to every other
-    per-instance tensor (instance axis 0)."""
-    return DEState(Population(fn_x(st.pop.X), fn(st.pop.f), fn(st.pop.cv)),
-                   _de.Memory(fn(st.mem.F), fn(st.mem.CR), fn(st.mem.slot)),
-                   fn(st.level), fn(st.level0), fn(st.t))
+    def config(self, opts, n: int, S: int) -> _de.DEConfig:
+        return _de.DEConfig(strategy=opts.strategy)
 
+    def make_step(self, fitness, cfg, handler, integers):
+        return _de.make_step(fitness, handler, cfg, integers=integers)
 
-@dataclass
-class DE:
-    """SHADE-style differential evolution with a pluggable constraint handler, over a
-    batch of instances (parameters ``P`` (n_p, B, 1))."""
+    def step_key(self, cfg, handler, integers):
+        return ("de_step", handler, cfg, integers)
 
-    fit: Any
-    step_fn: Any
-    cfg: _de.DEConfig
-    handler: Handler
-    rng: Random
-    bounds: tuple     # (lower, upper, integer), each (N, 1, 1)
-    args: tuple       # (P (n_p, B, 1), eq_tol)
-    pop_size: int
-    repair: Any = None  # a _repair.Repair, applied after each step (eager, B == 1)
-    control_generations: int = 200  # epsilon decays to 0 over this many generations
-
-    def __post_init__(self):
-        self._table = None
-
-    @property
-    def evals_per_step(self) -> int:
-        return self.pop_size + (self.repair.evals_per_step if self.repair else 0)
-
-    @property
-    def sorted_raw(self) -> bool:
-        return self.handler.name == "feasibility"
-
-    def keys(self, f, cv, st: DEState):
-        return self.handler.keys(f, cv, st.level)
-
-    def start(self, X0):
-        f, cv = self.fit(X0, *self.args)
-        level0 = self.handler.initial_level(f, cv)[..., None]
-        kf, kc = self.handler.keys(f, cv, level0)
-        idx = _de.sort_order(kf, kc)
-        pop = Population(_de.take(X0, idx), _de.take(f, idx), _de.take(cv, idx))
-        B = X0.shape[1]
-        xp = namespace(X0)
-        t = xp.zeros((B, 1), dtype=xp.int64, device=getattr(X0, "device", None))
-        return DEState(pop, _de.new_memory(self.cfg, X0, (B,)), level0, level0, t)
-
-    def _schedule(self, like):
-        """The epsilon factor per clock value 0..Tc (a host table built once: the level
-        is ``level0 * table[t]``, the same numbers as the handler's formula, no sync)."""
-        if self._table is None or self._table.dtype != like.dtype or \
-                type(self._table) is not type(like):
-            one = np.ones((), dtype=np.float64)
-            Tc = self.control_generations
-            vals = [float(self.handler.next_level(one, one, t / Tc, None))
-                    for t in range(Tc + 1)]
-            self._table = asarray(vals, like, dtype=like.dtype)
-        return self._table
-
-    def advance(self, st: DEState):
-        lower, upper, integer = self.bounds
-        n, B, S = st.pop.X.shape
-        rnd = _de.draw(self.rng, self.cfg, n, S, st.pop.X.dtype, (B,))
-        pop, mem, _ = self.step_fn(st.pop, st.mem, rnd, lower, upper, integer, *self.args,
-                                   st.level)
-        if self.repair is not None:
-            pop = self._repair(pop, st.level.reshape(()))
-        t = st.t + 1
-        if self.handler.name == "epsilon":
-            table = self._schedule(st.level0)
-            level = st.level0 * table[t.clip(max=table.shape[0] - 1)]
-        else:
-            level = self.handler.next_level(st.level, st.level0, 0.0, pop.cv[..., :1])
-        return DEState(pop, mem, level, st.level0, t)
-
-    def _repair(self, pop, level):
-        """Gradient repair of one instance, then the population sorted again."""
-        one = Population(pop.X[:, 0], pop.f[0], pop.cv[0])
-        one = self.repair(one, lambda f, cv: self.handler.keys(f, cv, level))
-        idx = order(*self.handler.keys(one.f, one.cv, level))
-        return Population(one.X[:, idx][:, None], one.f[idx][None], one.cv[idx][None])
-
-    def population(self, st: DEState) -> Population:
-        return st.pop
-
-    def with_population(self, st: DEState, pop: Population) -> DEState:
-        return replace(st, pop=pop)
-
-    def settled(self, since):
-        """No stagnation while the epsilon level is still decaying: until then the raw
-        best point may legitimately stall while the search moves towards the set."""
-        since = np.asarray(since)
-        if self.handler.name != "epsilon":
-            return np.ones(since.shape, dtype=bool)
-        return since >= self.control_generations
-
-    def _with_P(self, P):
-        out = replace(self, args=(P,) + tuple(self.args[1:]))
-        out._table = self._table
-        return out
-
-    def restart(self, st: DEState, rows, X1, keep):
-        P = self.args[0]
-        if rows.shape[0] == P.shape[1]:
-            return self.start(_inject(X1, keep))
-        sub = self._with_P(namespace(P).take(P, rows, axis=1)).start(_inject(X1, keep))
-        return _put_rows(st, sub, rows)
-
-    def compact(self, st: DEState, rows):
-        xp = namespace(rows)
-        alg = self._with_P(xp.take(self.args[0], rows, axis=1))
-        return alg, _rows(st, lambda X: xp.take(X, rows, axis=1),
-                          lambda a: xp.take(a, rows, axis=0))
+    def create(self, *, fit, step_fn, cfg, handler, rng, bounds, args, pop_size, repair):
+        return DE(fit, step_fn, cfg, handler, rng, bounds, args, pop_size, repair)
 
 
-def _put_rows(st: DEState, sub: DEState, rows) -> DEState:
-    """``st`` with its instances ``rows`` replaced by those of ``sub``."""
-    def put(a, b):
-        return put_rows(a, 0, rows, b)
+@register_algorithm
+class GeneticAlgorithm(Algorithm):
+    """Tournament, SBX and polynomial mutation (:mod:`._ga`): one instance."""
 
-    return DEState(Population(put_rows(st.pop.X, 1, rows, sub.pop.X), put(st.pop.f, sub.pop.f),
-                              put(st.pop.cv, sub.pop.cv)),
-                   _de.Memory(put(st.mem.F, sub.mem.F), put(st.mem.CR, sub.mem.CR),
-                              put(st.mem.slot, sub.mem.slot)),
-                   put(st.level, sub.level), put(st.level0, sub.level0), put(st.t, sub.t))
+    name: ClassVar[str] = "ga"
+    state: ClassVar[type] = GAState
+    batched: ClassVar[bool] = False
+    max_generations: ClassVar[int] = 1000
+    # its population can close on a wrong basin early: one restart, a second look
+    small_restarts: ClassVar[int] = 1
+    independent_small_restarts: ClassVar[bool] = True
+
+    def pop_size(self, n: int) -> int:
+        return int(min(400, max(60, 20 * n)))
+
+    def config(self, opts, n: int, S: int) -> _ga.GAConfig:
+        p_mut = opts.p_mut if opts.p_mut is not None else min(0.5, max(0.05, 1.0 / n))
+        return _ga.GAConfig(pop_size=S, eta_c=opts.eta_c, eta_m=opts.eta_m, p_mut=p_mut)
+
+    def make_step(self, fitness, cfg, handler, integers):
+        return _ga.make_step(fitness, cfg.eta_c, cfg.eta_m, handler)
+
+    def step_key(self, cfg, handler, integers):
+        return ("ga_step", cfg.eta_c, cfg.eta_m, handler)
+
+    def create(self, *, fit, step_fn, cfg, handler, rng, bounds, args, pop_size, repair):
+        return GA(fit, step_fn, cfg, rng, bounds, args, handler, repair)
+
+
+#: The algorithms that ship with constropt (:func:`algorithm_names` also lists those
+#: registered later).
+ALGORITHMS = algorithm_names()

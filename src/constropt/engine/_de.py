@@ -1,4 +1,5 @@
-"""Differential evolution with success-history parameter adaptation (the SHADE family).
+"""Differential evolution with success-history parameter adaptation (the SHADE family):
+its generation and :class:`DE`, the algorithm the driver steps (``B >= 1`` instances).
 
 Variation: ``current-to-pbest/1`` (default) or ``rand/1``, binomial crossover, bound
 repair towards the parent (midpoint rule), integer rounding.  Selection: one-to-one,
@@ -17,16 +18,18 @@ operation works along the last (population) axis, so the same step runs one inst
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..backend._arrays import Random, clip_max, namespace, sym_max, take
-from ._ga import Population
+from ..backend._arrays import Random, asarray, clip_max, namespace, put_rows, sym_max, take
+from ._ga import Population, inject
+from ._handling import Handler
+from ._ranking import order
 
 __all__ = ["DEConfig", "Memory", "DERandoms", "draw", "make_step", "new_memory", "take",
-           "sort_order"]
+           "sort_order", "DEState", "DE"]
 
 
 @dataclass(frozen=True)
@@ -171,3 +174,143 @@ def make_step(fitness, handler, cfg: DEConfig, integers: bool = True):
                 Memory(memF, memCR, slot), count)
 
     return de_step
+
+
+@dataclass
+class DEState:
+    """DE state per instance: population (sorted best-first under the handler's keys),
+    success-history memory, the handler's level and initial level (B, 1) and the
+    epsilon schedule's clock ``t`` (B, 1), generations since the (re)start."""
+
+    pop: Population
+    mem: Memory
+    level: Any
+    level0: Any
+    t: Any
+
+
+def _rows(st: DEState, fn_x, fn) -> DEState:
+    """Apply ``fn_x`` to the population (instance axis 1) and ``fn`` to every other
+    per-instance tensor (instance axis 0)."""
+    return DEState(Population(fn_x(st.pop.X), fn(st.pop.f), fn(st.pop.cv)),
+                   Memory(fn(st.mem.F), fn(st.mem.CR), fn(st.mem.slot)),
+                   fn(st.level), fn(st.level0), fn(st.t))
+
+
+@dataclass
+class DE:
+    """SHADE-style differential evolution with a pluggable constraint handler, over a
+    batch of instances (parameters ``P`` (n_p, B, 1)).  The interface the driver steps
+    is described in :mod:`._algorithms`."""
+
+    fit: Any
+    step_fn: Any
+    cfg: DEConfig
+    handler: Handler
+    rng: Random
+    bounds: tuple     # (lower, upper, integer), each (N, 1, 1)
+    args: tuple       # (P (n_p, B, 1), eq_tol)
+    pop_size: int
+    repair: Any = None  # a _repair.Repair, applied after each step (eager, B == 1)
+    control_generations: int = 200  # epsilon decays to 0 over this many generations
+
+    def __post_init__(self):
+        self._table = None
+
+    @property
+    def evals_per_step(self) -> int:
+        return self.pop_size + (self.repair.evals_per_step if self.repair else 0)
+
+    @property
+    def sorted_raw(self) -> bool:
+        return self.handler.raw_keys
+
+    def keys(self, f, cv, st: DEState):
+        return self.handler.keys(f, cv, st.level)
+
+    def start(self, X0):
+        f, cv = self.fit(X0, *self.args)
+        level0 = self.handler.initial_level(f, cv)[..., None]
+        kf, kc = self.handler.keys(f, cv, level0)
+        idx = sort_order(kf, kc)
+        pop = Population(take(X0, idx), take(f, idx), take(cv, idx))
+        B = X0.shape[1]
+        xp = namespace(X0)
+        t = xp.zeros((B, 1), dtype=xp.int64, device=getattr(X0, "device", None))
+        return DEState(pop, new_memory(self.cfg, X0, (B,)), level0, level0, t)
+
+    def _schedule(self, like):
+        """The decay factor per clock value 0..Tc (a host table built once: the level
+        is ``level0 * table[t]``, the same numbers as the handler's formula, no sync)."""
+        if self._table is None or self._table.dtype != like.dtype or \
+                type(self._table) is not type(like):
+            one = np.ones((), dtype=np.float64)
+            Tc = self.control_generations
+            vals = [float(self.handler.next_level(one, one, t / Tc, None))
+                    for t in range(Tc + 1)]
+            self._table = asarray(vals, like, dtype=like.dtype)
+        return self._table
+
+    def advance(self, st: DEState):
+        lower, upper, integer = self.bounds
+        n, B, S = st.pop.X.shape
+        rnd = draw(self.rng, self.cfg, n, S, st.pop.X.dtype, (B,))
+        pop, mem, _ = self.step_fn(st.pop, st.mem, rnd, lower, upper, integer, *self.args,
+                                   st.level)
+        if self.repair is not None:
+            pop = self._repair(pop, st.level.reshape(()))
+        t = st.t + 1
+        if self.handler.decays:  # a factor of the clock alone: read from the table
+            table = self._schedule(st.level0)
+            level = st.level0 * table[t.clip(max=table.shape[0] - 1)]
+        else:
+            level = self.handler.next_level(st.level, st.level0, 0.0, pop.cv[..., :1])
+        return DEState(pop, mem, level, st.level0, t)
+
+    def _repair(self, pop, level):
+        """Gradient repair of one instance, then the population sorted again."""
+        one = Population(pop.X[:, 0], pop.f[0], pop.cv[0])
+        one = self.repair(one, lambda f, cv: self.handler.keys(f, cv, level))
+        idx = order(*self.handler.keys(one.f, one.cv, level))
+        return Population(one.X[:, idx][:, None], one.f[idx][None], one.cv[idx][None])
+
+    def population(self, st: DEState) -> Population:
+        return st.pop
+
+    def with_population(self, st: DEState, pop: Population) -> DEState:
+        return replace(st, pop=pop)
+
+    def settled(self, since):
+        """No stagnation while the handler's level still decays (see
+        :meth:`~._handling.Handler.settled`)."""
+        return self.handler.settled(since, self.control_generations)
+
+    def _with_P(self, P):
+        out = replace(self, args=(P,) + tuple(self.args[1:]))
+        out._table = self._table
+        return out
+
+    def restart(self, st: DEState, rows, X1, keep):
+        P = self.args[0]
+        if rows.shape[0] == P.shape[1]:
+            return self.start(inject(X1, keep))
+        sub = self._with_P(namespace(P).take(P, rows, axis=1)).start(inject(X1, keep))
+        return _put_rows(st, sub, rows)
+
+    def compact(self, st: DEState, rows):
+        xp = namespace(rows)
+        alg = self._with_P(xp.take(self.args[0], rows, axis=1))
+        return alg, _rows(st, lambda X: xp.take(X, rows, axis=1),
+                          lambda a: xp.take(a, rows, axis=0))
+
+
+def _put_rows(st: DEState, sub: DEState, rows) -> DEState:
+    """``st`` with its instances ``rows`` replaced by those of ``sub``."""
+    def put(a, b):
+        return put_rows(a, 0, rows, b)
+
+    return DEState(Population(put_rows(st.pop.X, 1, rows, sub.pop.X), put(st.pop.f, sub.pop.f),
+                              put(st.pop.cv, sub.pop.cv)),
+                   Memory(put(st.mem.F, sub.mem.F), put(st.mem.CR, sub.mem.CR),
+                          put(st.mem.slot, sub.mem.slot)),
+                   put(st.level, sub.level), put(st.level0, sub.level0), put(st.t, sub.t))

@@ -44,8 +44,8 @@ def raw_best(pop: Population, first: bool = False) -> Best:
     """Each row's best individual under feasibility rules, by ``gather`` (no sync).
 
     ``first``: the population is sorted best-first under feasibility rules (DE and GA
-    with the ``"feasibility"`` handler), so the best is column 0: the same point as the
-    search below finds (its first occurrence), without the search.
+    with a handler whose keys are the raw pair), so the best is column 0: the same point
+    as the search below finds (its first occurrence), without the search.
     """
     if first:
         return Best(pop.X[..., 0], pop.f[:, 0], pop.cv[:, 0])

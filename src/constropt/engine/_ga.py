@@ -1,5 +1,5 @@
-"""The genetic algorithm's generation: tournament, SBX, mutation, repair, evaluation,
-(mu + lambda) survival.
+"""The genetic algorithm: its generation (tournament, SBX, mutation, repair, evaluation,
+(mu + lambda) survival) and :class:`GA`, the algorithm the driver steps (one instance).
 
 Tournaments and survival compare the constraint handler's keys (see
 :mod:`._handling`): feasibility rules by default, or the epsilon, penalty or death keys
@@ -9,21 +9,24 @@ violation; only comparisons see the keys.
 ``draw`` takes every random number a generation needs from a seeded generator;
 ``step`` is then a pure function of arrays (no host synchronisation, no
 data-dependent shapes), which ``torch.compile`` can fuse whole.  Written against the
-array namespace of its inputs (:mod:`._xp`): NumPy arrays or torch tensors.
+array namespace of its inputs (:mod:`constropt.backend._arrays`): NumPy arrays or torch tensors.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from ..backend._arrays import Random, namespace
+from ._handling import FeasibilityRules, Handler
 from ._ranking import select
 from ._selection import tournament
 from ._variation import polynomial_mutation, repair, sbx
 
 __all__ = ["GAConfig", "Population", "GARandoms", "draw", "make_step", "initial", "seeded",
-           "survive", "merge"]
+           "survive", "merge", "inject", "GAState", "GA"]
 
 
 @dataclass(frozen=True)
@@ -107,11 +110,9 @@ def draw(rng: Random, cfg: GAConfig, n: int) -> GARandoms:
 
 def _int32(rng: Random):
     if rng.torch:
-        import torch
+        import torch  # lazy: only a torch generator asks, and the NumPy path never imports it
 
         return torch.int32
-    import numpy as np
-
     return np.int32
 
 
@@ -208,3 +209,93 @@ def make_step(fitness, eta_c: float, eta_m: float, handler=None):
         return merge(pop, kids, fk, cvk, keys)
 
     return ga_step
+
+
+def inject(X, keep):
+    """Put the points ``keep`` (N, B) first in each instance of ``X`` (N, B, S); ``X``
+    as it is when ``keep`` is None."""
+    if keep is None:
+        return X
+    return namespace(X).concat([keep[..., None], X[..., 1:]], axis=-1)
+
+
+@dataclass
+class GAState:
+    """The GA's state (one instance): population (N, S), best first under the handler's
+    keys, and the handler's level, as :class:`~._de.DEState` without the parameter
+    memory."""
+
+    pop: Population
+    level: Any
+    level0: Any
+    t: int = 0  # generations since the (re)start: the epsilon schedule's clock
+
+
+@dataclass
+class GA:
+    """Tournament + SBX + polynomial mutation, (mu + lambda) survival, with a pluggable
+    constraint handler (its keys rank tournaments and survival) and optional repair.
+
+    One instance (``B == 1``): its state is a :class:`GAState` over an unbatched
+    population (N, S); :meth:`population` presents it with the instance axis.  The
+    interface the driver steps is described in :mod:`._algorithms`.
+    """
+
+    fit: Any          # fitness(X, P, eq_tol) -> (fmin, cv), eager
+    step_fn: Any      # compiled or eager ga_step
+    cfg: GAConfig
+    rng: Random
+    bounds: tuple     # (lower, upper, integer), each (N, 1)
+    args: tuple       # (P (n_p, 1), eq_tol)
+    handler: Handler = FeasibilityRules()
+    repair: Any = None  # a _repair.Repair, applied after each step (eager)
+    control_generations: int = 200  # epsilon decays to 0 over this many generations
+
+    @property
+    def evals_per_step(self) -> int:
+        return self.cfg.pop_size + (self.repair.evals_per_step if self.repair else 0)
+
+    @property
+    def sorted_raw(self) -> bool:
+        return self.handler.raw_keys
+
+    def _keys(self, level):
+        return lambda f, cv: self.handler.keys(f, cv, level)
+
+    def start(self, X0):
+        X = X0[:, 0]
+        f, cv = self.fit(X, *self.args)
+        level0 = self.handler.initial_level(f, cv)
+        return GAState(survive(X, f, cv, X.shape[1], self._keys(level0)), level0, level0)
+
+    def advance(self, st: GAState):
+        lower, upper, integer = self.bounds
+        rnd = draw(self.rng, self.cfg, lower.shape[0])
+        pop = self.step_fn(st.pop, rnd, lower, upper, integer, *self.args, st.level)
+        if self.repair is not None:
+            keys = self._keys(st.level)
+            pop = self.repair(pop, keys)
+            pop = survive(pop.X, pop.f, pop.cv, pop.f.shape[0], keys)
+        t = st.t + 1
+        level = self.handler.next_level(st.level, st.level0, t / self.control_generations,
+                                        pop.cv[0])
+        return GAState(pop, level, st.level0, t)
+
+    def population(self, st: GAState) -> Population:
+        return Population(st.pop.X[:, None], st.pop.f[None], st.pop.cv[None])
+
+    def with_population(self, st: GAState, new: Population) -> GAState:
+        return replace(st, pop=Population(new.X[:, 0], new.f[0], new.cv[0]))
+
+    def keys(self, f, cv, st: GAState):
+        return self.handler.keys(f, cv, st.level)
+
+    def settled(self, since):
+        """No stagnation while the handler's level still decays (as for DE)."""
+        return self.handler.settled(since, self.control_generations)
+
+    def restart(self, st: GAState, rows, X1, keep):
+        return self.start(inject(X1, keep))
+
+    def compact(self, st, rows):  # pragma: no cover - one instance never compacts
+        raise NotImplementedError("the GA runs one instance")

@@ -24,7 +24,7 @@ class MemoryWarning(UserWarning):
 def available_bytes(device) -> int:
     """Free memory on ``device`` (CUDA: ``mem_get_info``; CPU: MemAvailable)."""
     if getattr(device, "type", str(device)) == "cuda":
-        import torch
+        import torch  # lazy: only a CUDA device asks (the NumPy path never imports torch)
 
         free, _ = torch.cuda.mem_get_info(device)
         return int(free)
@@ -124,7 +124,7 @@ class OOMFallback:
             except Exception as exc:  # noqa: BLE001 - only OOM is handled
                 if not _is_oom(exc):
                     raise
-                import torch
+                import torch  # lazy: only a compiled (torch) step gets here
 
                 if torch.cuda.is_available():
                     torch.cuda.empty_cache()

@@ -57,7 +57,7 @@ def _ordered_bits(v):
     0 like ``+0.0``.  NaN must have been cleaned away.  Torch tensors only (see
     :func:`select`).
     """
-    import torch
+    import torch  # lazy: torch tensors only, and the NumPy path never imports torch
 
     if v.dtype == torch.float32:
         b, mag = v.view(torch.int32), 0x7FFFFFFF
@@ -77,7 +77,7 @@ def rank_key(f, cv, kth_cv=None):
     points above it the largest, points at it are ranked by ``f``.  That key orders
     every pair that decides which ``k`` points are the best.  Torch tensors only.
     """
-    import torch
+    import torch  # lazy: torch tensors only, and the NumPy path never imports torch
 
     f, cv = clean(f, cv)
     if f.dtype == torch.float32 and cv.dtype == torch.float32:
@@ -104,7 +104,7 @@ def select(f, cv, k: int):
     """
     if not is_torch(f) or (not compiling() and f.shape[0] <= SORT_MAX):  # no size guard
         return order(f, cv)[:k]
-    import torch
+    import torch  # lazy: torch tensors only from here (NumPy arrays returned above)
 
     if f.dtype == torch.float32 and cv.dtype == torch.float32:
         vals, idx = torch.topk(rank_key(f, cv), k, largest=False, sorted=False)

@@ -2,7 +2,8 @@
 
 All operators take their random numbers as arrays (drawn by the caller from a seeded
 generator), so they are pure, deterministic and ``torch.compile``-friendly, and work on
-NumPy arrays and torch tensors alike (the namespace of their inputs, :mod:`._xp`).
+NumPy arrays and torch tensors alike (the namespace of their inputs,
+:mod:`constropt.backend._arrays`).
 Arrays are shaped ``(N, K)``: genes along dim 0, individuals along dim 1; bounds are
 ``(N, 1)``.
 """

@@ -20,6 +20,7 @@ import numpy as np
 
 from .._errors import OptionError, ProblemError
 from ..engine._driver import Instance
+from ..engine._handling import handler_names, make_handler
 from ..finish._finish import Budget, diverges, finish, make_result
 from ..finish._result import Result, Status, add_up
 from ..problem._bounds import parameter_box
@@ -205,9 +206,8 @@ def solve_batch(problem: Problem, parameters: Mapping[Any, Any], *, device: Any 
     refuse_problem_options(options, "solve_batch")
     options, dtype = batch_defaults(problem, options, dtype)
     opts = SolveOptions.from_kwargs({**options, "restarts": 0})
-    if opts.constraint_handling == "penalty":
-        raise OptionError("solve_batch supports constraint_handling 'feasibility', "
-                          "'epsilon' and 'death'")
+    if opts.constraint_handling != "auto" and not make_handler(opts.constraint_handling).batches:
+        raise OptionError(f"solve_batch supports constraint_handling {_batch_handlers()}")
     from ..backend._devices import check_device, choose_backend
 
     if opts.backend == "numpy":  # a conflict is named before the device is checked
@@ -229,6 +229,12 @@ def solve_batch(problem: Problem, parameters: Mapping[Any, Any], *, device: Any 
         feasible=np.array([r.feasible for r in results]),
         success=np.array([r.success for r in results]), parameters=pdict,
         timings=timings)
+
+
+def _batch_handlers() -> str:
+    """The registered handlers ``solve_batch`` offers, as a phrase."""
+    names = [repr(h) for h in handler_names() if make_handler(h).batches]
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
 
 
 def _local_first(choice, problem, opts) -> bool:

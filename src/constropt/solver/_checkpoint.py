@@ -109,15 +109,20 @@ def problem_from_data(args):
 TAGS = {
     "DriverState": "constropt.engine._driver:DriverState",
     "Best": "constropt.engine._driver:Best",
-    "DEState": "constropt.engine._algorithms:DEState",
-    "GAState": "constropt.engine._algorithms:GAState",
+    "DEState": "constropt.engine._de:DEState",
+    "GAState": "constropt.engine._ga:GAState",
     "Population": "constropt.engine._ga:Population",
     "Memory": "constropt.engine._de:Memory",
 }
 _TAG_OF = {path: tag for tag, path in TAGS.items()}
 #: Names older checkpoints used -> tag (checkpoints before tags named every class by its
 #: ``module:qualname``, which still resolves while the class stays where it was).
-_ALIASES: dict[str, str] = {}
+_ALIASES: dict[str, str] = {
+    # the state classes lived beside the stepped algorithms until each algorithm had its
+    # own module
+    "constropt.engine._algorithms:DEState": "DEState",
+    "constropt.engine._algorithms:GAState": "GAState",
+}
 
 
 def _class_name(cls) -> str:

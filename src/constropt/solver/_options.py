@@ -10,6 +10,8 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from .._errors import OptionError
+from ..engine._algorithms import get_algorithm
+from ..engine._handling import make_handler
 
 __all__ = ["SolveOptions", "PROBLEM_OPTIONS", "NOT_STORED", "stored_options",
            "refuse_problem_options", "MAX_POP_SIZE", "check_population_memory"]
@@ -241,6 +243,9 @@ class SolveOptions:
                               f"{self.restarts!r}")
         if self.repair not in ("auto", True, False):
             raise OptionError(f"repair must be 'auto', True or False, got {self.repair!r}")
+        get_algorithm(self.algorithm)  # the registered names are the valid ones
+        if self.constraint_handling != "auto":
+            make_handler(self.constraint_handling)
         if self.strategy not in ("current-to-pbest/1", "rand/1"):
             raise OptionError(f"unknown strategy {self.strategy!r}; use "
                               "'current-to-pbest/1' or 'rand/1'")

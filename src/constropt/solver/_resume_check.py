@@ -41,7 +41,8 @@ def check_resume(data: dict, problem, default_pop_size) -> None:
     ``problem`` writes: every resumed array has the backend's type, the working dtype
     and the shape of this problem and population (``default_pop_size(algorithm, n)``
     when the options name none), every counter is in range."""
-    from ..engine._algorithms import DEState, GAState
+    from ..engine._algorithms import get_algorithm
+    from ..engine._de import DEState
     from ..engine._driver import Best, DriverState
     from ..engine._ga import Population
     from ..engine._termination import CODES
@@ -99,7 +100,8 @@ def check_resume(data: dict, problem, default_pop_size) -> None:
     loop = data["loop"]
     if not isinstance(loop, DriverState):
         fail("loop", f"holds a {type(loop).__name__}, expected a DriverState")
-    want_alg = GAState if opts.algorithm == "ga" else DEState
+    algorithm = get_algorithm(opts.algorithm)
+    want_alg = algorithm.state
     if not isinstance(loop.alg, want_alg):
         fail("loop.alg", f"holds a {type(loop.alg).__name__}, expected a {want_alg.__name__} "
                          f"(algorithm {opts.algorithm!r})")
@@ -154,14 +156,14 @@ def check_resume(data: dict, problem, default_pop_size) -> None:
     S = opts.pop_size or default_pop_size(opts.algorithm, n)
     S += S % 2
     alg, pop = loop.alg, loop.alg.pop
-    lead = (R,) if opts.algorithm == "de" else ()
+    lead = (R,) if algorithm.batched else ()  # the instance axis
     arr("loop.alg.pop.X", pop.X, (n, *lead, S), dtype=W)
     arr("loop.alg.pop.f", pop.f, (*lead, S), dtype=W)
     arr("loop.alg.pop.cv", pop.cv, (*lead, S), dtype=W)
-    level = (R, 1) if opts.algorithm == "de" else ()
+    level = (R, 1) if algorithm.batched else ()
     arr("loop.alg.level", alg.level, level, dtype=W)
     arr("loop.alg.level0", alg.level0, level, dtype=W)
-    if opts.algorithm == "de":
+    if isinstance(alg, DEState):
         count("loop.alg.t", alg.t, (R, 1))
         mem = alg.mem
         H = arr("loop.alg.mem.F", mem.F, dtype=W).shape[-1] if mem.F.ndim else 0
