@@ -42,6 +42,7 @@ from dataclasses import fields, replace
 import numpy as np
 
 from .._errors import OptionError, SolveFailedError
+from ..backend._devices import BACKENDS, choose_backend
 from ._group import DistributedError, _Group, _init_group, _island_device
 from ._migration import _Migration
 
@@ -53,9 +54,6 @@ TOPOLOGIES = ("ring", "all")
 
 #: Options of :func:`constropt.solve` that are named arguments rather than SolveOptions.
 _NAMED = ("variables", "bounds", "maximize", "dtype", "compile", "cross_check")
-
-#: Array backends (``backend=``).
-_ARRAY_BACKENDS = ("auto", "numpy", "torch")
 
 
 def _backends(backend, group_backend):
@@ -71,8 +69,8 @@ def _backends(backend, group_backend):
         return "auto", backend
     if backend is None:
         backend = "auto"
-    if not isinstance(backend, str) or backend not in _ARRAY_BACKENDS:
-        raise OptionError(f"backend must be one of {', '.join(map(repr, _ARRAY_BACKENDS))}, "
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise OptionError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, "
                           f"got {backend!r}")
     return backend, group_backend
 
@@ -222,8 +220,7 @@ def solve_islands(objective, constraints=(), *, migrate_every=20, migrants=2,
     m = min(int(migrants), S // 2)
     dev = _island_device(device)
     if backend != "auto":  # a conflict (numpy on CUDA, numpy with compile=True) fails
-        from ..backend._devices import choose_backend  # here, before any group exists
-
+        # here, before any process group exists
         choose_backend(backend, dev, named.get("compile", "auto"), 0)
     grp = _init_group(group_backend, dev, float(timeout))
     try:

@@ -286,7 +286,8 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
     ``opts.time_limit`` for the search: it stops there.
     """
     from ..backend._arrays import Random, inference
-    from ..backend._devices import choose_backend, compiled, numpy_dtype
+    from ..backend._compile import compiled
+    from ..backend._devices import choose_backend, numpy_dtype
     from ..engine import _de, _ga
     from ..engine._algorithms import DE, GA
     from ..engine._driver import Driver, Termination
