@@ -33,7 +33,6 @@ EDGE = RANK["cli"]
 UPWARD = {
     ("constropt.problem._problem", "constropt.interface._plot"): "Problem.plot",
     ("constropt.problem._problem", "constropt.problem._scipy"): "Problem.to_scipy",
-    ("constropt.problem._problem", "constropt.finish._scip"): "Problem.to_scip",
     ("constropt.finish._result", "constropt.interface._plot"): "Result.plot",
 }
 

@@ -452,7 +452,7 @@ class Problem:
         ImportError
             When pyscipopt is not installed.
         """
-        from ..finish._scip import problem_to_scip
+        from ._scip import problem_to_scip
 
         return problem_to_scip(self, parameters, eq_tol=eq_tol, strict_margin=strict_margin)
 
