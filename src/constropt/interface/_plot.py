@@ -6,6 +6,10 @@ to a file is a standalone :class:`matplotlib.figure.Figure` drawn by the Agg can
 pyplot, no change of the global backend, nothing left open.  A figure made without a
 ``path`` comes from ``pyplot`` (so it shows in notebooks and with ``plt.show()``);
 passing ``ax=`` draws into the caller's own axes.
+
+Both plots are registered in :mod:`constropt._plotting`, where
+:meth:`constropt.Problem.plot` and :meth:`constropt.Result.plot` find them: the core
+never imports this module.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import os
 import numpy as np
 
 from .._errors import OptionError, ProblemError
+from .._plotting import register_plot
 
 __all__ = ["plot_result", "plot_problem"]
 
@@ -79,6 +84,7 @@ def contour_label(value: float, scale: float) -> str:
     return "0" if text in ("-0", "0") else text
 
 
+@register_plot("result")
 def plot_result(result, path=None, ax=None):
     """Convergence of a run; see :meth:`constropt.Result.plot`."""
     _matplotlib()
@@ -173,6 +179,7 @@ def _levels(F: np.ndarray, count: int = 15):
     return levels if levels.size >= 2 else None
 
 
+@register_plot("problem")
 def plot_problem(problem, result=None, path=None, resolution: int = 200, *, ax=None,
                  limits=None, parameters=None):
     """Feasible region and objective contours; see :meth:`constropt.Problem.plot`."""

@@ -19,6 +19,7 @@ import numpy as np
 import sympy as sp
 
 from .._errors import ProblemError
+from .._plotting import plotter
 from ..lowering import Layout, Lowering
 from ._bounds import (
     DEFAULT_BOUND,
@@ -336,7 +337,7 @@ class Problem:
 
         return problem_to_pymoo(self, parameters)
 
-    # -- plots and scipy interop (interface/_plot.py, problem/_scipy.py) ------------------
+    # -- plots (drawn by interface/_plot.py) and interop (problem/_scipy.py, _scip.py) -----
     def plot(self, result: Any = None, path: str | os.PathLike | None = None,
              resolution: int = 200, *, ax: Any = None,
              limits: Mapping[sp.Symbol, tuple[float, float]] | None = None,
@@ -375,10 +376,8 @@ class Problem:
         ProblemError
             When the problem does not have exactly 2 scalar variables.
         """
-        from ..interface._plot import plot_problem
-
-        return plot_problem(self, result, path, resolution, ax=ax, limits=limits,
-                            parameters=parameters)
+        return plotter("problem")(self, result, path, resolution, ax=ax, limits=limits,
+                                  parameters=parameters)
 
     def to_scipy(self, parameters: Mapping[sp.Symbol, float] | None = None, *,
                  eq_tol: float | None = None, strict_margin: float = 1e-9) -> Any:
