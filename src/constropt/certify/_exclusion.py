@@ -31,6 +31,8 @@ import numpy as np
 import torch
 
 from ..lowering import _rt_interval as ri
+from ..lowering._interval import IntervalProgram
+from ..lowering._interval_model import graph_gradient
 from ..lowering._rt_interval import Iv
 
 __all__ = ["exclusion_box"]
@@ -44,9 +46,6 @@ def _hessian_program(model):
     cache = model.__dict__.setdefault("_hessian", {})
     if "h" in cache:
         return cache["h"]
-    from ..lowering._interval import IntervalProgram
-    from ..lowering._interval_model import graph_gradient
-
     out = None
     if model.grad is not None and model.smooth(model.f):
         v, grad = model.f, model.grad
