@@ -65,8 +65,8 @@ def _hessian_program(model):
 def heavy(model) -> int:
     """Node count above which a derived program (constraint gradients, Hessian) costs
     more per box than it saves: 4 times the objective-and-constraints program, at least
-    1000 (G16: 391 nodes in its functions, 2,569 in their gradients, 14,607 in the
-    Hessian)."""
+    1000 (derived programs grow fast: gradients several times their functions, a
+    Hessian several times its gradients)."""
     return max(1000, 4 * len(model.program.order_for([model.f, *model.leaf_nodes])))
 
 

@@ -41,7 +41,7 @@ _INSIDE = 1e-8
 
 
 def scip_available() -> bool:
-    """Whether pyscipopt is installed (found, not imported: the import takes 0.5 s)."""
+    """Whether pyscipopt is installed (found, not imported: its import is slow)."""
     return importlib.util.find_spec("pyscipopt") is not None
 
 
