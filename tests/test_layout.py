@@ -6,17 +6,18 @@ Imports are read with ``ast`` from the source files, module-level and function-l
 alike (a lazy import inside a function still ties the two modules together), so the test
 needs no import of constropt itself.
 
-Stages, lowest first (``RANK``): ``_errors``; ``backend`` (devices, dtypes, the compile
-cache, the array namespace); ``lowering`` and ``engine`` (independent of each other);
+Stages, lowest first (``RANK``): ``_errors`` and ``_plotting``; ``backend`` (devices,
+dtypes, the compile cache, the array namespace); ``lowering`` and ``engine`` (independent of each other);
 ``problem``; ``local`` (local solvers); ``finish`` (the finishing path); ``certify`` (the
 branch-and-bound); ``solver`` (the run); ``parallel``; and the edge (``cli``, ``files``,
 ``interface``, ``benchmarks``, the package's ``__init__``).  A module may import its own
-stage and lower ones; the few upward imports are lazy imports inside a thin method of a
-lower stage's object, listed in ``UPWARD`` with the method they serve.
+stage and lower ones, never a higher one, not even lazily inside a function: the thin
+``Problem.plot`` and ``Result.plot`` methods reach the edge's plotting code through the
+registry ``_plotting`` (rank 0), which the edge fills.
 
 The module map is checked both ways: its stage table is ``RANK``, every module of the
 package has a row under its own stage (a missing one is named), every module it names
-exists, and its list of upward imports is ``UPWARD``.  The tests themselves sit in one
+exists.  The tests themselves sit in one
 folder per stage (``tests/<stage>/``, ``tests/edge/`` for the edge, ``tests/acceptance/``
 for suites across stages); this file stays at the root because it checks every stage.
 """
@@ -34,19 +35,11 @@ SRC = ROOT / "src"
 PKG = "constropt"
 MAP_PAGE = ROOT / "docs" / "how-it-works.md"
 
-RANK = {"_errors": 0, "backend": 1, "lowering": 2, "engine": 2, "problem": 3, "local": 4,
-        "finish": 5, "certify": 6, "solver": 7, "parallel": 8,
+RANK = {"_errors": 0, "_plotting": 0, "backend": 1, "lowering": 2, "engine": 2, "problem": 3,
+        "local": 4, "finish": 5, "certify": 6, "solver": 7, "parallel": 8,
         "cli": 9, "files": 9, "interface": 9, "benchmarks": 9, "": 9}
 
 EDGE = RANK["cli"]
-
-#: Allowed upward imports (importer, imported): each is a function-level import that
-#: serves a public method of a lower stage's object.
-UPWARD = {
-    ("constropt.problem._problem", "constropt.interface._plot"): "Problem.plot",
-    ("constropt.problem._problem", "constropt.finish._scip"): "Problem.to_scip",
-    ("constropt.finish._result", "constropt.interface._plot"): "Result.plot",
-}
 
 #: The longest a module may grow (the project's "about 450 lines").
 MAX_LINES = 500
@@ -192,14 +185,12 @@ def test_nothing_below_the_edge_imports_the_cli_or_the_file_readers():
 def test_stages_import_downward():
     wrong = []
     for m in MODULES:
-        for name, code, at_top in _imports(m):
+        for name, code, _ in _imports(m):
             if not name.startswith(PKG + ".") and name != PKG or name == m:
                 continue
             a, b = _stage(m), _stage(name)
             if a == b or RANK[b] < RANK[a] or RANK[a] == RANK[b] == EDGE:
                 continue  # the edge knows everyone; lowering and engine stay apart
-            if (m, name) in UPWARD and not at_top:
-                continue
             wrong.append(f"{m} ({a}) -> {name} ({b}): {code}")
     assert not wrong, "upward imports:\n" + "\n".join(sorted(set(wrong)))
 
@@ -209,15 +200,6 @@ def test_modules_stay_small(module):
     lines = MODULES[module][0].read_text(encoding="utf-8").count("\n")
     assert lines <= MAX_LINES, f"{module} has {lines} lines; split it by idea"
 
-
-
-def test_upward_exceptions_are_live_upward_lazy_imports():
-    # an exception whose import went away, moved to module level or stopped pointing up
-    # would allow the next upward import for free
-    for (m, name), method in UPWARD.items():
-        assert RANK[_stage(name)] > RANK[_stage(m)], f"{method}: {m} -> {name} is not upward"
-        lazy = [code for target, code, at_top in _imports(m) if target == name and not at_top]
-        assert lazy, f"{method}: {m} has no lazy import of {name} any more"
 
 
 # -- the module map of docs/how-it-works.md -----------------------------------------------
@@ -319,16 +301,6 @@ def test_the_map_lists_each_module_under_its_own_stage():
              for m, group in _mapped_modules().items()
              if m in MODULES and _stage(m) not in group]
     assert not wrong, "modules listed under another stage: " + "; ".join(wrong)
-
-
-def test_the_map_lists_the_upward_exceptions():
-    listed = set()
-    for line in _map_section().splitlines():
-        found = re.fullmatch(r"- `([\w.]+)`: `([\w/.]+\.py)` -> `([\w/.]+\.py)`", line.strip())
-        if found:
-            method, a, b = found.groups()
-            listed.add((_module_of_path(a), _module_of_path(b), method))
-    assert listed == {(a, b, method) for (a, b), method in UPWARD.items()}
 
 
 def test_readme_names_the_stages_lowest_first():

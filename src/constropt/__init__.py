@@ -29,6 +29,7 @@ from .engine._memory import MemoryWarning
 from .finish._crosscheck import CrossCheck, ReferenceRun, Verdict, cross_check
 from .finish._result import History, Result, Status
 from .finish._verify import Verification
+from .interface import _plot  # noqa: F401  (registers the plots of Problem.plot, Result.plot)
 from .parallel._islands import DistributedError, solve_islands
 from .parallel._shard import solve_batch
 from .problem._fbbt import InfeasibilityProof

@@ -20,6 +20,17 @@ import warnings
 
 import click
 
+from . import __version__
+from ._errors import ConstroptError, SolveFailedError
+from .files import load_problem
+from .finish._result import Status
+from .interface._demo import run_demo
+from .interface._quickbench import quick_table
+from .parallel._group import DistributedError
+from .parallel._islands import solve_islands
+from .solver._solve import resume as resume_run
+from .solver._solve import solve
+
 EXIT_OK, EXIT_BAD_INPUT, EXIT_INFEASIBLE, EXIT_FAILED = 0, 2, 3, 4
 
 #: An error message longer than this is cut (messages may echo input values).
@@ -40,8 +51,6 @@ def _clean(obj):
 
 
 def _exit_code(result) -> int:
-    from .finish._result import Status
-
     if result.success:
         return EXIT_OK
     return EXIT_INFEASIBLE if result.status is Status.INFEASIBLE else EXIT_FAILED
@@ -120,8 +129,6 @@ def _solve_file(path, cross, device, backend, seed, max_evals, time_limit, pop_s
     A failed solve is a result with an exit code here, never an exception, even if the
     file's options ask for ``throw``.
     """
-    from ._errors import SolveFailedError
-
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -136,10 +143,6 @@ def _solve_file(path, cross, device, backend, seed, max_evals, time_limit, pop_s
 
 def _solve_file_quiet(path, cross, device, backend, seed, max_evals, time_limit, pop_size,
                       ckpt=None, ckpt_every=None, resume=False):
-    from . import resume as resume_run
-    from . import solve
-    from .files import load_problem
-
     spec = load_problem(path)
     if resume:
         if not ckpt:
@@ -167,11 +170,6 @@ def _solve_distributed(path, device, backend, seed, max_evals, time_limit, pop_s
 
     Returns the exit code (the same on every rank for a completed run).
     """
-    from . import solve_islands
-    from ._errors import ConstroptError
-    from .files import load_problem
-    from .parallel._group import DistributedError
-
     rank = int(os.environ.get("RANK", "0") or 0)
     if checkpoint or resume:
         if rank == 0:
@@ -211,8 +209,6 @@ class _Group(click.Group):
     """Maps constropt's own errors to a one-line message and exit code 2."""
 
     def invoke(self, ctx):
-        from ._errors import ConstroptError
-
         try:
             return super().invoke(ctx)
         except ConstroptError as exc:
@@ -224,7 +220,7 @@ class _Group(click.Group):
 
 
 @click.group(cls=_Group)
-@click.version_option(version=__import__("constropt").__version__, prog_name="constropt")
+@click.version_option(version=__version__, prog_name="constropt")
 def main() -> None:
     """constropt: constrained optimization declared in sympy, solved on CPU or CUDA."""
 
@@ -278,8 +274,6 @@ def check_cmd(problem_file, device, backend, seed, max_evals, time_limit, pop_si
 @click.option("--seed", type=int, default=0, show_default=True)
 def demo_cmd(device, seed):
     """Solve the original experiment's two constrained examples, with the cross-check."""
-    from .interface._demo import run_demo
-
     ok = run_demo(device=device, seed=seed, echo=click.echo)
     sys.exit(EXIT_OK if ok else EXIT_FAILED)
 
@@ -290,8 +284,6 @@ def demo_cmd(device, seed):
 @click.option("--population", type=int, default=900_000, show_default=True)
 def bench_cmd(device, repeats, population):
     """The quick benchmark table: evaluator speed on the blog's examples."""
-    from .interface._quickbench import quick_table
-
     click.echo(quick_table(device=device, repeats=repeats, population=population))
 
 

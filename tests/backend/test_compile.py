@@ -94,7 +94,7 @@ def test_no_recompiles_across_solves(algorithm):
 
 
 def test_compiled_evaluator_agrees_with_eager_blog_example2():
-    from constropt.backend._devices import compiled
+    from constropt.backend._compile import compiled
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -169,7 +169,7 @@ def test_each_structure_compiles_its_own_code_object():
     entries; every problem's step is the same closure code, so each compile key gets
     its own copy of the code (here with the limit lowered to 1: two closures over
     different constants must both compile)."""
-    from constropt.backend._devices import compiled
+    from constropt.backend._compile import compiled
 
     def make(c):
         def scaled(v):

@@ -86,7 +86,7 @@ def test_exclusion_box_bound_is_below_the_minimum():
                           bounds={x: (-5, 5), y: (-5, 5)})
     # minimum on x + y = 4: f = (x-1)^2 + (2-x)^2 + x(4-x) = x^2 - 2x + 5 -> (1, 3), 4
     m, _ = _model(p)
-    from constropt.certify._bnb import multipliers
+    from constropt.certify._branch import multipliers
     xs = np.array([1.0, 3.0])
     lam = multipliers(m, p, p.parameter_vector(), xs)
     P = torch.tensor(np.concatenate([p.parameter_vector(), lam]))

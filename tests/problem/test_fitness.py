@@ -233,7 +233,7 @@ def test_evaluate_fast_path_matches_eager(blog3):
 def spy(monkeypatch):
     """``_backend.compiled`` replaced by the eager function, recording every call's
     population shape, thread count and inductor options (no torch.compile run)."""
-    from constropt.backend import _devices as _backend
+    from constropt.backend import _compile as _backend
     from constropt.problem import _fitness
 
     calls = []

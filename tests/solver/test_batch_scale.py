@@ -13,6 +13,7 @@ import sympy as sp
 
 import constropt
 from constropt import OptionError, Status
+from constropt.local import _interior
 from constropt.problem._bounds import parameter_box
 from constropt.solver import _localfirst as lf
 from constropt.solver._build import compile_choice
@@ -74,14 +75,14 @@ def test_kkt_test_rejects_the_maximum_and_accepts_the_minimum():
     p = parameter_box(_disc(), np.array([[2.0, 2.0]]))
     u = np.array([1.0, 2.0]) / math.sqrt(5.0)
     X = np.stack([np.array([1.0, -1.0]) - 2.0 * u, np.array([1.0, -1.0]) + 2.0 * u], axis=1)
-    ok, act = lf.kkt_test(p, X, np.array([[2.0, 2.0]]))
+    ok, act = _interior.kkt_test(p, X, np.array([[2.0, 2.0]]))
     assert ok.tolist() == [True, False] and act.all()
 
 
 def test_interior_point_converges_from_outside_the_feasible_set():
     p = parameter_box(_disc(), np.array([[0.5, 3.0]]))
-    X, conv, its = lf.interior_point(p, np.array([[4.0, -4.0], [3.0, 3.0]]),
-                                     np.array([[0.5, 3.0]]))
+    X, conv, its = _interior.interior_point(p, np.array([[4.0, -4.0], [3.0, 3.0]]),
+                                            np.array([[0.5, 3.0]]))
     assert conv.all()
     f = X[0] + 2 * X[1]
     np.testing.assert_allclose(f, _exact(np.array([0.5, 3.0])), atol=1e-8)

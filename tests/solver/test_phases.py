@@ -19,7 +19,7 @@ import sympy as sp
 
 import constropt
 from constropt import Status
-from constropt.certify import _bounds as _certify_bounds
+from constropt.certify import _branch as _certify_branch
 from constropt.finish import _finish, _interrupt, _verify
 from constropt.local import _newton
 from constropt.solver import _expand, _solve
@@ -201,7 +201,7 @@ def test_a_second_ctrl_c_propagates(monkeypatch):
 
 
 def test_ctrl_c_during_certify_returns_the_bound_so_far(monkeypatch):
-    bound = _certify_bounds.bound_boxes
+    bound = _certify_branch.bound_boxes
     calls = {"n": 0}
 
     def third(*args, **kwargs):  # Ctrl-C in the third step of the branch-and-bound
@@ -210,7 +210,7 @@ def test_ctrl_c_during_certify_returns_the_bound_so_far(monkeypatch):
             raise KeyboardInterrupt
         return bound(*args, **kwargs)
 
-    monkeypatch.setattr(_certify_bounds, "bound_boxes", third)
+    monkeypatch.setattr(_certify_branch, "bound_boxes", third)
     # x sin(1/x)-like wiggles keep the gap open for many steps
     f = sp.sin(3 * x) * sp.cos(5 * y) + 0.1 * (x**2 + y**2)
     res = constropt.solve(f, [x + y <= 2], bounds=B, seed=0, progress=False, certify=True)
@@ -228,7 +228,7 @@ def test_ctrl_c_before_the_first_certify_step_proves_nothing(monkeypatch):
     def first(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(_certify_bounds, "bound_boxes", first)
+    monkeypatch.setattr(_certify_branch, "bound_boxes", first)
     res = constropt.solve(F, C, bounds=B, seed=0, progress=False, certify=True)
     assert res.status is Status.INTERRUPTED and res.feasible
     assert res.certificate.complete is False and res.lower_bound == -np.inf

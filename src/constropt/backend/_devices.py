@@ -1,14 +1,10 @@
-"""Backend, device and dtype resolution, and the process-wide cache of compiled functions.
+"""Backend, device and dtype resolution.
 
-The engine runs on NumPy or torch (see :mod:`._xp`); :func:`choose_backend` picks one
+The engine runs on NumPy or torch (see :mod:`._arrays`); :func:`choose_backend` picks one
 (``backend="auto"``: NumPy for small work on the CPU without compilation, where torch's
 import and per-operation overhead cost more than the arithmetic).  Nothing here imports
-torch unless the torch backend or a CUDA device is asked for.
-
-Compiled functions are cached by generated source text, so every problem with the same
-structure (the same expressions up to parameter values) shares one compiled kernel
-across solves, seeds, population sizes (``dynamic=True``) and parameter values
-(parameters are tensor inputs).
+torch unless the torch backend or a CUDA device is asked for.  The compile cache is
+:mod:`._compile`.
 """
 
 from __future__ import annotations
@@ -17,13 +13,11 @@ import numpy as np
 
 from .._errors import DeviceError, OptionError
 
-__all__ = ["resolve_device", "resolve_dtype", "compiled", "AUTO_CUDA_WORK", "choose_backend",
+__all__ = ["resolve_device", "resolve_dtype", "AUTO_CUDA_WORK", "choose_backend",
            "check_device", "numpy_dtype", "NUMPY_MAX_WORK", "BACKENDS"]
 
 #: ``backend`` option values.
 BACKENDS = ("auto", "numpy", "torch")
-
-_COMPILED: dict = {}
 
 #: ``device="auto"`` uses CUDA only when a generation handles at least this many numbers
 #: (individuals x variables x instances): below it, kernel launches and transfers cost
@@ -32,10 +26,10 @@ AUTO_CUDA_WORK = 200_000
 
 #: ``backend="auto"`` searches on NumPy (CPU, no compilation) while a generation handles
 #: fewer numbers than this (individuals x variables x instances); from there on
-#: ``compile="auto"`` compiles, which needs torch.  Measured with
-#: ``benchmarks/backend_threshold.py`` (eager DE generations on the CPU, interleaved): an
-#: eager NumPy generation cost 0.3-0.5x an eager torch one at every size from 120 to
-#: 200,000 numbers on the 2-core development machine, so NumPy serves all eager CPU work.
+#: ``compile="auto"`` compiles, which needs torch.  Below it an eager NumPy generation
+#: costs less than an eager torch one on the CPU, so NumPy serves all eager CPU work
+#: (``benchmarks/backend_threshold.py``; measurements in
+#: ``benchmarks/results/backend_threshold.md``).
 NUMPY_MAX_WORK = 200_000
 
 
@@ -147,39 +141,3 @@ def resolve_dtype(dtype, device, work: int):
     if dtype == torch.float64 and device.type == "mps":  # pragma: no cover - no MPS here
         raise DeviceError("float64 is not supported on MPS devices")
     return dtype
-
-
-def compiled(fn, key, options=None):
-    """``torch.compile(fn, dynamic=True, options=options)``, cached by ``key`` for the
-    whole process (``options``: inductor settings for this function only).
-
-    Each key compiles its own copy of ``fn``'s code object.  Dynamo keeps its cache on
-    the code object and allows a few entries per code object
-    (``torch._dynamo.config.recompile_limit``, 8) before it runs that code eagerly: every
-    problem's step is the same closure code over a different generated fitness, so
-    without the copy a process that solves a ninth structure would silently lose
-    compilation.
-    """
-    import torch
-
-    hit = _COMPILED.get(key)
-    if hit is None:
-        hit = _COMPILED[key] = torch.compile(_own_code(fn, len(_COMPILED)), dynamic=True,
-                                             options=options)
-    return hit
-
-
-def _own_code(fn, k: int):
-    """``fn`` with a code object of its own (same body, closure, defaults and globals);
-    callables that are not plain functions are returned as they are."""
-    import types
-
-    if not isinstance(fn, types.FunctionType):
-        return fn
-    code = fn.__code__.replace(co_name=f"{fn.__code__.co_name}__k{k}")
-    out = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__,
-                             fn.__closure__)
-    out.__kwdefaults__ = fn.__kwdefaults__
-    out.__dict__.update(fn.__dict__)
-    out.__wrapped_source__ = fn  # where it came from, for debugging
-    return out

@@ -1,10 +1,10 @@
 """Objective bounds and branching scores of the branch-and-bound, per box.
 
-:func:`bound_boxes` is what one step of :func:`~._certify.certify` asks of each box:
+:func:`bound_boxes` is what one step of :func:`~._bnb.certify` asks of each box:
 
 - a rigorous lower bound of the objective over the feasible points of the box: the
   largest of the natural interval extension of ``f`` through the node domains
-  (:mod:`._certify_nodes`), the mean-value form ``f(c) + g([x]) . ([x] - c)`` around the
+  (:mod:`._nodes`), the mean-value form ``f(c) + g([x]) . ([x] - c)`` around the
   box centre with the exact gradient, and both forms of the Lagrangian
   ``f + sum_i lam_i c_i`` less ``sum |lam_eq| * eq_tol``;
 - which boxes the mean-value forms of the smooth constraints prove infeasible;
@@ -21,6 +21,7 @@ import torch
 
 from ..lowering import _rt_interval as ri
 from ..lowering._interval_model import box_centre, half, mean_value_form
+from ._exclusion import heavy
 from ._nodes import forward_nodes
 
 __all__ = ["bound_boxes"]
@@ -38,7 +39,7 @@ def bound_boxes(model, lo, hi, P, domains: dict, eq_slack: float, eq_tol: float,
     P : Tensor, shape (n_params + n_leaves,)
         Parameters, then the multipliers.
     domains : dict
-        Node domains from :func:`~._certify_nodes.contract_nodes` on these boxes.
+        Node domains from :func:`~._nodes.contract_nodes` on these boxes.
     eq_slack : float
         ``sum |lam_eq| * eq_tol`` (subtracted from the Lagrangian's bounds).
     eq_tol : float
@@ -126,8 +127,6 @@ def _light(model) -> bool:
     """Whether the constraints' gradients are cheap enough to evaluate on every box."""
     cache = model.__dict__.setdefault("_light", {})
     if "v" not in cache:
-        from ._exclusion import heavy
-
         jac = [n for row in model.jac for n in row]
         cache["v"] = not jac or len(model.program.order_for(jac)) <= heavy(model)
     return cache["v"]

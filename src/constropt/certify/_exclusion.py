@@ -31,6 +31,8 @@ import numpy as np
 import torch
 
 from ..lowering import _rt_interval as ri
+from ..lowering._interval import IntervalProgram
+from ..lowering._interval_model import graph_gradient
 from ..lowering._rt_interval import Iv
 
 __all__ = ["exclusion_box"]
@@ -44,9 +46,6 @@ def _hessian_program(model):
     cache = model.__dict__.setdefault("_hessian", {})
     if "h" in cache:
         return cache["h"]
-    from ..lowering._interval import IntervalProgram
-    from ..lowering._interval_model import graph_gradient
-
     out = None
     if model.grad is not None and model.smooth(model.f):
         v, grad = model.f, model.grad
@@ -66,8 +65,8 @@ def _hessian_program(model):
 def heavy(model) -> int:
     """Node count above which a derived program (constraint gradients, Hessian) costs
     more per box than it saves: 4 times the objective-and-constraints program, at least
-    1000 (G16: 391 nodes in its functions, 2,569 in their gradients, 14,607 in the
-    Hessian)."""
+    1000 (derived programs grow fast: gradients several times their functions, a
+    Hessian several times its gradients)."""
     return max(1000, 4 * len(model.program.order_for([model.f, *model.leaf_nodes])))
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import torch
 
+from ..lowering._interval_ops import ops
 from ..lowering._rt_interval import Iv
 
 __all__ = ["contract_nodes", "forward_nodes"]
@@ -25,8 +26,6 @@ def forward_nodes(program, lo, hi, P, only, domains: dict) -> dict:
     """:meth:`IntervalProgram.forward` with every node enclosure intersected with its
     domain (``{node: (lo, hi)}``, shape ``(B,)`` each).  Where a domain and an enclosure
     are disjoint the result is empty (``lo > hi``): no feasible point."""
-    from ..lowering._interval_ops import ops
-
     g = program.graph
     xp = ops(lo)
     like = xp.asarray(0.0, lo)

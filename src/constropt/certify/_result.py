@@ -1,5 +1,5 @@
 """Results of a certified solve: the proof-of-infeasibility Result and the fields the
-branch-and-bound adds (split from :mod:`._certify`)."""
+branch-and-bound adds (:mod:`._bnb`)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,17 @@ import math
 import sys
 import time
 import warnings
+from dataclasses import replace
 
 import numpy as np
 
 from ..engine._status import Status
+from ..finish._result import History, Result, add_up
+from ..finish._verdict import check_point, point_dict
 from ..local._polish import BudgetSpent, Counter
 from ..problem._evaluate import report_numpy
 from ..problem._scipy import ScipyBridge, conjunctive_leaves
+from ._bnb import AUTO_MAX_VARS, certify, certify_option
 
 __all__ = ["certify_result", "proof_result"]
 
@@ -122,9 +126,6 @@ def proof_result(problem, proof, pvec, seed: int, device: str, t_start: float,
     """The Result of a solve whose constraints were proven infeasible before any search:
     status INFEASIBLE, the least-violating point a short local minimization of the total
     violation finds as ``x`` (:func:`least_violating`), ``certificate=proof``."""
-    from ..finish._result import History, Result
-    from ..finish._verdict import check_point, point_dict
-
     x, used = least_violating(problem, pvec, seed, max_evals)
     t_check = time.perf_counter()
     f, V = check_point(problem, x, pvec)
@@ -157,11 +158,6 @@ def certify_result(result, problem, pvec, opts, dev, t_start: float):
     so far (``certificate.complete`` False).  A certificate that proves no point of the
     search box feasible turns a search cut short by a budget into ``INFEASIBLE``.
     """
-    from dataclasses import replace
-
-    from ..finish._result import add_up
-    from ._bnb import AUTO_MAX_VARS, certify, certify_option
-
     target, seconds, auto = certify_option(opts.certify)
     if auto and (problem.n > AUTO_MAX_VARS or problem.has_vector_variables):
         return result

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .._plotting import plotter
 from ..engine._status import Status
 
 __all__ = ["Status", "History", "Result", "FrozenDict", "add_up"]
@@ -260,9 +261,7 @@ class Result:
         -------
         matplotlib.figure.Figure
         """
-        from ..interface._plot import plot_result
-
-        return plot_result(self, path, ax)
+        return plotter("result")(self, path, ax)
 
     def to_scipy(self) -> Any:
         """This result as a ``scipy.optimize.OptimizeResult``.

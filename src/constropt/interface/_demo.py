@@ -5,6 +5,9 @@ from __future__ import annotations
 import time
 import warnings
 
+from .. import benchmarks
+from ..solver._solve import solve
+
 __all__ = ["run_demo"]
 
 
@@ -14,8 +17,6 @@ def run_demo(device: str = "cpu", seed: int = 0, echo=print,
 
     Returns True when both runs succeed, agree with scipy and match the known optima.
     """
-    from .. import benchmarks, solve
-
     ok = True
     for name in names:
         bench = benchmarks.get(name)

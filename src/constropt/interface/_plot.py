@@ -6,6 +6,10 @@ to a file is a standalone :class:`matplotlib.figure.Figure` drawn by the Agg can
 pyplot, no change of the global backend, nothing left open.  A figure made without a
 ``path`` comes from ``pyplot`` (so it shows in notebooks and with ``plt.show()``);
 passing ``ax=`` draws into the caller's own axes.
+
+Both plots are registered in :mod:`constropt._plotting`, where
+:meth:`constropt.Problem.plot` and :meth:`constropt.Result.plot` find them: the core
+never imports this module.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import os
 import numpy as np
 
 from .._errors import OptionError, ProblemError
+from .._plotting import register_plot
 
 __all__ = ["plot_result", "plot_problem"]
 
@@ -79,6 +84,7 @@ def contour_label(value: float, scale: float) -> str:
     return "0" if text in ("-0", "0") else text
 
 
+@register_plot("result")
 def plot_result(result, path=None, ax=None):
     """Convergence of a run; see :meth:`constropt.Result.plot`."""
     _matplotlib()
@@ -173,6 +179,7 @@ def _levels(F: np.ndarray, count: int = 15):
     return levels if levels.size >= 2 else None
 
 
+@register_plot("problem")
 def plot_problem(problem, result=None, path=None, resolution: int = 200, *, ax=None,
                  limits=None, parameters=None):
     """Feasible region and objective contours; see :meth:`constropt.Problem.plot`."""
@@ -219,45 +226,8 @@ def plot_problem(problem, result=None, path=None, resolution: int = 200, *, ax=N
         scale = float(np.max(np.abs(levels)))
         ax.clabel(cs, inline=True, fontsize=7, fmt=lambda v: contour_label(v, scale))
         handles.append(Line2D([], [], color="#440154", lw=0.9, label="objective contours"))
-    # each constraint leaf's boundary c(x) = 0; an equality's feasible set is too thin
-    # for the grid, so its curve h(x) = 0 is drawn in the feasible colour instead
-    pvec = problem.parameter_vector(parameters)
-    if problem.leaves:
-        with np.errstate(all="ignore"):
-            _, C = problem.lowering.functions("numpy")["leaves"](
-                np.ascontiguousarray(pts.T), pvec.reshape(-1, 1))
-        C = np.asarray(C, dtype=np.float64).reshape(-1, *XX.shape)
-        drawn = set()
-        for leaf, c in zip(problem.leaves, C, strict=True):
-            ok = np.isfinite(c)
-            if not (ok.any() and c[ok].min() < 0 < c[ok].max()):
-                continue
-            eq = leaf.kind == "eq"
-            ax.contour(XX, YY, np.ma.masked_invalid(c), levels=[0.0],
-                       colors=_FEASIBLE if eq else "0.35", linewidths=2.0 if eq else 0.8,
-                       linestyles="-" if eq else "--")
-            drawn.add(eq)
-        if False in drawn:
-            handles.append(Line2D([], [], color="0.35", lw=0.8, ls="--",
-                                  label="constraint boundaries"))
-        if True in drawn:
-            handles.append(Line2D([], [], color=_FEASIBLE, lw=2.0,
-                                  label="equality constraints h(x) = 0"))
-
-    if result is not None:
-        px, py = (float(v) for v in result.x_array)
-        label = f"result: f = {result.fun:.8g}" + ("" if result.feasible else " (infeasible)")
-        marker_color = "#d62828" if result.feasible else _INFEASIBLE
-    else:
-        sense = -1.0 if problem.maximize else 1.0
-        key = np.where(feasible & np.isfinite(F), sense * F, np.inf)
-        k = int(np.argmin(key))
-        if np.isfinite(key.ravel()[k]):
-            px, py = float(XX.ravel()[k]), float(YY.ravel()[k])
-            label = f"best grid point: f = {F.ravel()[k]:.6g}"
-        else:
-            px = py = None
-        marker_color = "#d62828"
+    _draw_boundaries(ax, problem, pts, parameters, XX, YY, handles)
+    px, py, label, marker_color = _marker(problem, result, feasible, F, XX, YY)
     if px is not None:
         ax.plot([px], [py], marker="*", ms=15, color=marker_color, mec="white", mew=0.8,
                 ls="none")
@@ -273,3 +243,50 @@ def plot_problem(problem, result=None, path=None, resolution: int = 200, *, ax=N
     _outside_legend(ax, handles, [h.get_label() for h in handles], framealpha=0.85)
     _save(fig, path)
     return fig
+
+
+def _draw_boundaries(ax, problem, pts, parameters, XX, YY, handles) -> None:
+    """Each constraint leaf's boundary ``c(x) = 0`` that crosses the window (legend
+    entries appended to ``handles``); an equality's feasible set is too thin for the
+    grid, so its curve ``h(x) = 0`` is drawn in the feasible colour instead."""
+    from matplotlib.lines import Line2D
+
+    pvec = problem.parameter_vector(parameters)
+    if not problem.leaves:
+        return
+    with np.errstate(all="ignore"):
+        _, C = problem.lowering.functions("numpy")["leaves"](
+            np.ascontiguousarray(pts.T), pvec.reshape(-1, 1))
+    C = np.asarray(C, dtype=np.float64).reshape(-1, *XX.shape)
+    drawn = set()
+    for leaf, c in zip(problem.leaves, C, strict=True):
+        ok = np.isfinite(c)
+        if not (ok.any() and c[ok].min() < 0 < c[ok].max()):
+            continue
+        eq = leaf.kind == "eq"
+        ax.contour(XX, YY, np.ma.masked_invalid(c), levels=[0.0],
+                   colors=_FEASIBLE if eq else "0.35", linewidths=2.0 if eq else 0.8,
+                   linestyles="-" if eq else "--")
+        drawn.add(eq)
+    if False in drawn:
+        handles.append(Line2D([], [], color="0.35", lw=0.8, ls="--",
+                              label="constraint boundaries"))
+    if True in drawn:
+        handles.append(Line2D([], [], color=_FEASIBLE, lw=2.0,
+                              label="equality constraints h(x) = 0"))
+
+
+def _marker(problem, result, feasible, F, XX, YY):
+    """``(x, y, label, colour)`` of the star: ``result``'s point or, without a result,
+    the best feasible grid point (``x, y`` None when there is none)."""
+    if result is not None:
+        px, py = (float(v) for v in result.x_array)
+        label = f"result: f = {result.fun:.8g}" + ("" if result.feasible else " (infeasible)")
+        return px, py, label, "#d62828" if result.feasible else _INFEASIBLE
+    sense = -1.0 if problem.maximize else 1.0
+    key = np.where(feasible & np.isfinite(F), sense * F, np.inf)
+    k = int(np.argmin(key))
+    if np.isfinite(key.ravel()[k]):
+        return (float(XX.ravel()[k]), float(YY.ravel()[k]),
+                f"best grid point: f = {F.ravel()[k]:.6g}", "#d62828")
+    return None, None, None, "#d62828"

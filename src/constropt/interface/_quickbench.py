@@ -15,6 +15,9 @@ import warnings
 
 import numpy as np
 
+from .. import benchmarks
+from ..backend._devices import resolve_device
+
 __all__ = ["median_time", "blog_numpy", "quick_table"]
 
 
@@ -54,10 +57,7 @@ def blog_numpy(example: int):
 
 def quick_table(device: str = "cpu", repeats: int = 5, population: int = 900_000) -> str:
     """Markdown table: NumPy vs constropt eager vs constropt compiled (ms, ratios)."""
-    import torch
-
-    from .. import benchmarks
-    from ..backend._devices import resolve_device
+    import torch  # lazy: the CLI imports this module, and only this command needs torch
 
     dev = resolve_device(device)
     sync = torch.cuda.synchronize if dev.type == "cuda" else None

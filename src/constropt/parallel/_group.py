@@ -2,15 +2,19 @@
 under a timeout, and :class:`DistributedError` for every failure.
 
 :func:`constropt.solve_islands` (``_islands.py``) creates one :class:`_Group` per call;
-the migration hook (``_migration.py``) talks to the other ranks only through it.
+the migration hook (``_migration.py``) talks to the other ranks only through it.  torch
+is imported inside the functions: the package imports this module, and the NumPy path
+never loads torch.
 """
 
 from __future__ import annotations
 
+import atexit
 import datetime
 import os
 
 from .._errors import ConstroptError
+from ..backend._devices import resolve_device
 
 __all__ = ["DistributedError"]
 
@@ -120,8 +124,6 @@ def _island_device(device):
     without an index also maps to the local rank's GPU; anything else as given."""
     import torch
 
-    from ..backend._devices import resolve_device
-
     local = int(os.environ.get("LOCAL_RANK", "0") or 0)
     if device is None or (isinstance(device, str) and device == "auto"):
         if torch.cuda.is_available():
@@ -142,8 +144,6 @@ def _init_group(backend, dev, timeout: float) -> _Group:
     environment, as a group of this one process (destroyed when the call ends).  On top
     of it, each call makes its own group of all ranks with ``timeout`` and ``backend``.
     """
-    import atexit
-
     import torch
     import torch.distributed as dist
 

@@ -42,6 +42,13 @@ from dataclasses import fields, replace
 import numpy as np
 
 from .._errors import OptionError, SolveFailedError
+from ..backend._devices import BACKENDS, choose_backend
+from ..finish._crosscheck import cross_check, references_of
+from ..finish._result import Result
+from ..problem._problem import Problem
+from ..solver._build import _seed
+from ..solver._options import SolveOptions, refuse_problem_options
+from ..solver._search import Search, default_pop_size
 from ._group import DistributedError, _Group, _init_group, _island_device
 from ._migration import _Migration
 
@@ -53,9 +60,6 @@ TOPOLOGIES = ("ring", "all")
 
 #: Options of :func:`constropt.solve` that are named arguments rather than SolveOptions.
 _NAMED = ("variables", "bounds", "maximize", "dtype", "compile", "cross_check")
-
-#: Array backends (``backend=``).
-_ARRAY_BACKENDS = ("auto", "numpy", "torch")
 
 
 def _backends(backend, group_backend):
@@ -71,8 +75,8 @@ def _backends(backend, group_backend):
         return "auto", backend
     if backend is None:
         backend = "auto"
-    if not isinstance(backend, str) or backend not in _ARRAY_BACKENDS:
-        raise OptionError(f"backend must be one of {', '.join(map(repr, _ARRAY_BACKENDS))}, "
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise OptionError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, "
                           f"got {backend!r}")
     return backend, group_backend
 
@@ -183,47 +187,18 @@ def solve_islands(objective, constraints=(), *, migrate_every=20, migrants=2,
     SolveFailedError
         With ``throw=True``, on every rank, when the final result is not a success.
     """
-    from ..problem._problem import Problem
-    from ..solver._options import SolveOptions
-    from ..solver._search import default_pop_size
-
     t_start = time.perf_counter()
     backend, group_backend = _backends(backend, group_backend)
     _validate(migrate_every, migrants, topology, timeout, group_backend)
-    solve_options = dict(solve_options)
-    named = {k: solve_options.pop(k) for k in _NAMED if k in solve_options}
-    opts = SolveOptions.from_kwargs(solve_options)
-    if opts.checkpoint is not None:
-        raise OptionError("checkpoint is not supported by solve_islands: a checkpoint "
-                          "cannot hold the other ranks' populations")
-    if seed is not None or opts.rng is not None:  # rng= (scipy's name) gives the base seed
-        from ..solver._build import _seed
-        seed = _seed(seed, opts.rng)
-        solve_options.pop("rng", None)
-    if isinstance(objective, Problem):
-        if tuple(constraints) or any(named.get(k) is not None for k in ("variables", "bounds")) \
-                or named.get("maximize"):
-            raise OptionError("pass constraints, variables, bounds and maximize to Problem(), "
-                              "not to solve_islands(), when the objective is already a Problem")
-        from ..solver._options import refuse_problem_options
-
-        refuse_problem_options(solve_options, "solve_islands")
-        problem = objective
-    else:
-        problem = Problem(objective, constraints, variables=named.get("variables"),
-                          bounds=named.get("bounds"), maximize=named.get("maximize", False),
-                          parameters=opts.parameters, eq_tol=opts.eq_tol,
-                          default_bound=opts.default_bound)
+    problem, opts, solve_options, named, seed = _problem_and_options(objective, constraints,
+                                                                     seed, solve_options)
     t_lower = time.perf_counter() - t_start
-    for k in ("variables", "bounds", "maximize"):
-        named.pop(k, None)
     S = opts.pop_size or default_pop_size(opts.algorithm, problem.n)
     S += S % 2
     m = min(int(migrants), S // 2)
     dev = _island_device(device)
     if backend != "auto":  # a conflict (numpy on CUDA, numpy with compile=True) fails
-        from ..backend._devices import choose_backend  # here, before any group exists
-
+        # here, before any process group exists
         choose_backend(backend, dev, named.get("compile", "auto"), 0)
     grp = _init_group(group_backend, dev, float(timeout))
     try:
@@ -236,6 +211,37 @@ def solve_islands(objective, constraints=(), *, migrate_every=20, migrants=2,
     if opts.throw and not result.success:
         raise SolveFailedError(f"solve failed: {result.message}", result)
     return result
+
+
+def _problem_and_options(objective, constraints, seed, solve_options: dict):
+    """``(problem, opts, solve_options, named, seed)``: the problem (built here unless
+    ``objective`` is one), its SolveOptions, the options every rank's search takes, the
+    named arguments of :func:`constropt.solve` that are not SolveOptions (``dtype``,
+    ``compile``, ``cross_check``) and the base seed (``rng=`` gives it too)."""
+    solve_options = dict(solve_options)
+    named = {k: solve_options.pop(k) for k in _NAMED if k in solve_options}
+    opts = SolveOptions.from_kwargs(solve_options)
+    if opts.checkpoint is not None:
+        raise OptionError("checkpoint is not supported by solve_islands: a checkpoint "
+                          "cannot hold the other ranks' populations")
+    if seed is not None or opts.rng is not None:  # rng= (scipy's name) gives the base seed
+        seed = _seed(seed, opts.rng)
+        solve_options.pop("rng", None)
+    if isinstance(objective, Problem):
+        if tuple(constraints) or any(named.get(k) is not None for k in ("variables", "bounds")) \
+                or named.get("maximize"):
+            raise OptionError("pass constraints, variables, bounds and maximize to Problem(), "
+                              "not to solve_islands(), when the objective is already a Problem")
+        refuse_problem_options(solve_options, "solve_islands")
+        problem = objective
+    else:
+        problem = Problem(objective, constraints, variables=named.get("variables"),
+                          bounds=named.get("bounds"), maximize=named.get("maximize", False),
+                          parameters=opts.parameters, eq_tol=opts.eq_tol,
+                          default_bound=opts.default_bound)
+    for k in ("variables", "bounds", "maximize"):
+        named.pop(k, None)
+    return problem, opts, solve_options, named, seed
 
 
 def island_timings(search: dict, t_lower: float, total: float) -> dict:
@@ -252,15 +258,51 @@ def island_timings(search: dict, t_lower: float, total: float) -> dict:
 
 def _islands(problem, grp: _Group, dev, seed, opts, solve_options, named, S, m, every,
              topology, t_start, t_lower, backend):
-    import torch
+    base = _agreed_seed(problem, grp, seed, opts, S, m, every, topology)
+    hook = _Migration(grp, every=every, migrants=m, topology=topology,
+                      user_hook=opts.on_generation)
+    local = dict(solve_options)
+    # restarts would make the evaluation counts (hence the max_evals stop) differ
+    local.update(restarts=0, throw=False, on_generation=None, backend=backend)
+    if grp.rank != 0:
+        local["progress"] = False
+    lopts = SolveOptions.from_kwargs(local)
+    pvec = problem.parameter_vector(lopts.parameters)
+    cross = references_of(named.pop("cross_check", False))
+    search = Search._create(problem, lopts, dev, named.get("dtype"), (base + grp.rank) % 2**64,
+                            named.get("compile", "auto"), pvec[:, None],
+                            t_start=time.perf_counter(), on_generation=hook,
+                            consensus=hook.agree)
+    res = search.result()
+    winner, total = _winner(problem, grp, res)
+    payload = None
+    if grp.rank == winner:
+        note = " (no torchrun environment: one process)" if grp.alone else ""
+        suffix = (f"; islands: {grp.world} rank{'s' if grp.world != 1 else ''}{note}, "
+                  f"{hook.migrations} migration{'s' if hook.migrations != 1 else ''} "
+                  f"({topology}), best from rank {winner}, {total} evaluations in all")
+        timings = island_timings(res.timings, t_lower, time.perf_counter() - t_start)
+        payload = _result_fields(replace(res, message=res.message + suffix, seed=base,
+                                         timings=timings))
+    payload = grp.broadcast_object("broadcast of the winning result", payload, winner)
+    result = Result(**payload, problem=problem)
+    if cross:  # every rank runs the same deterministic check; rank 0's copy is kept
+        t0 = time.perf_counter()
+        cc = cross_check(result, references=cross)
+        timings = dict(result.timings)
+        timings["cross_check"] = time.perf_counter() - t0
+        timings["total"] = timings["total"] + timings["cross_check"]
+        cc, timings = grp.broadcast_object("broadcast of the cross-check", (cc, timings), 0)
+        result = replace(result, cross_check=cc, timings=timings)
+    return result
 
-    from ..finish._crosscheck import references_of
-    from ..finish._result import Result
-    from ..solver._options import SolveOptions
-    from ..solver._search import Search
+
+def _agreed_seed(problem, grp: _Group, seed, opts, S, m, every, topology) -> int:
+    """The base seed, rank 0's (drawn there when None), after one collective that
+    checks that every rank runs the same problem with the same settings."""
+    import torch  # lazy: importing constropt never loads torch
 
     rank, world = grp.rank, grp.world
-    # one collective checks that the ranks agree and carries rank 0's seed
     base = seed if seed is not None else secrets.randbits(62)
     sig = [problem.n, S, m, every, TOPOLOGIES.index(topology), opts.check_every,
            opts.max_generations or 0, zlib.crc32(problem.source.encode()),
@@ -277,26 +319,15 @@ def _islands(problem, grp: _Group, dev, seed, opts, solve_options, named, S, m, 
             "migrate_every, topology, check_every, max_generations, max_evals or "
             "algorithm); every "
             "rank must call solve_islands with the same arguments", rank=rank)
-    base = (int(G[0, len(sig)]) << 31) | int(G[0, len(sig) + 1])
+    return (int(G[0, len(sig)]) << 31) | int(G[0, len(sig) + 1])
 
-    hook = _Migration(grp, every=every, migrants=m, topology=topology,
-                      user_hook=opts.on_generation)
-    local = dict(solve_options)
-    # restarts would make the evaluation counts (hence the max_evals stop) differ
-    local.update(restarts=0, throw=False, on_generation=None, backend=backend)
-    if rank != 0:
-        local["progress"] = False
-    lopts = SolveOptions.from_kwargs(local)
-    pvec = problem.parameter_vector(lopts.parameters)
-    cross = references_of(named.pop("cross_check", False))
-    search = Search._create(problem, lopts, dev, named.get("dtype"), (base + rank) % 2**64,
-                            named.get("compile", "auto"), pvec[:, None],
-                            t_start=time.perf_counter(), on_generation=hook,
-                            consensus=hook.agree)
-    res = search.result()
 
-    # the winner: feasible first, then defined (the objective a number), then lower total
-    # violation, then better objective (the order of solver._finish.result_key)
+def _winner(problem, grp: _Group, res) -> tuple[int, int]:
+    """``(winning rank, evaluations of all ranks)``: feasible first, then defined (the
+    objective a number), then lower total violation, then better objective (the order
+    of ``finish._defined.result_key``), ties to the lowest rank."""
+    import torch  # lazy: importing constropt never loads torch
+
     cvsum = float(np.sum(res.violations)) if res.violations.size else 0.0
     fmin = -res.fun if problem.maximize else res.fun
     undefined = math.isnan(fmin) or fmin == math.inf
@@ -304,28 +335,6 @@ def _islands(problem, grp: _Group, dev, seed, opts, solve_options, named, S, m, 
                         float(res.nfev)], dtype=torch.float64)
     K = grp.all_gather("final selection (all_gather)", key).numpy()
     keys = np.nan_to_num(K[:, :4], nan=np.inf)
-    winner = int(np.lexsort((np.arange(world), keys[:, 3], keys[:, 2], keys[:, 1],
+    winner = int(np.lexsort((np.arange(grp.world), keys[:, 3], keys[:, 2], keys[:, 1],
                              keys[:, 0]))[0])
-    total = int(K[:, 4].sum())
-    payload = None
-    if rank == winner:
-        note = " (no torchrun environment: one process)" if grp.alone else ""
-        suffix = (f"; islands: {world} rank{'s' if world != 1 else ''}{note}, "
-                  f"{hook.migrations} migration{'s' if hook.migrations != 1 else ''} "
-                  f"({topology}), best from rank {winner}, {total} evaluations in all")
-        timings = island_timings(res.timings, t_lower, time.perf_counter() - t_start)
-        payload = _result_fields(replace(res, message=res.message + suffix, seed=base,
-                                         timings=timings))
-    payload = grp.broadcast_object("broadcast of the winning result", payload, winner)
-    result = Result(**payload, problem=problem)
-    if cross:  # every rank runs the same deterministic check; rank 0's copy is kept
-        from ..finish._crosscheck import cross_check as _cc
-
-        t0 = time.perf_counter()
-        cc = _cc(result, references=cross)
-        timings = dict(result.timings)
-        timings["cross_check"] = time.perf_counter() - t0
-        timings["total"] = timings["total"] + timings["cross_check"]
-        cc, timings = grp.broadcast_object("broadcast of the cross-check", (cc, timings), 0)
-        result = replace(result, cross_check=cc, timings=timings)
-    return result
+    return winner, int(K[:, 4].sum())

@@ -3,13 +3,16 @@ on its stop decisions (the driver's ``consensus``): see :mod:`._islands`.
 
 The populations are NumPy arrays or torch tensors (the search's backend); what travels
 between ranks is always a CPU float64 torch tensor (``torch.distributed`` sends
-tensors), converted at this boundary and nowhere else."""
+tensors), converted at this boundary and nowhere else.  torch is imported inside the
+functions: the package imports this module, and the NumPy path never loads torch."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..backend._arrays import is_torch, namespace
+from ..engine._ga import Population
+from ..engine._ranking import order
 from ._group import _Group
 
 __all__ = []
@@ -35,9 +38,6 @@ def _inject(algorithm, alg_state, Xm, fm, cvm):
     population is re-sorted best-first under the algorithm's comparison keys (the
     handler's for DE, feasibility rules for GA), which keeps both algorithms'
     invariants.  Returns the new algorithm state, on the population's backend."""
-    from ..engine._ga import Population
-    from ..engine._ranking import order
-
     pop = algorithm.population(alg_state)
     X, f, cv = pop.X[:, 0], pop.f[0], pop.cv[0]
     xp = namespace(f)
@@ -77,8 +77,6 @@ class _Migration:
 
     def __call__(self, st, algorithm) -> bool:
         import torch
-
-        from ..engine._ranking import order
 
         g = int(st.g)
         if self.user_hook is not None and self.user_hook(st, algorithm):

@@ -53,7 +53,7 @@ def _without_problem(res):
     return out
 
 
-_GROUPS: dict = {}  # (device, timeout) -> the _Group batches reuse (a new group costs ~0.3 s)
+_GROUPS: dict = {}  # (device, timeout) -> the _Group batches reuse (a new one: a rendezvous)
 
 
 def _group(dev, timeout: float):

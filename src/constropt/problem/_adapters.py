@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from .._errors import OptionError
 from ..lowering._tree import EQ, LT, AllOf, AnyOf, Leaf
 
 __all__ = ["constraint_plan", "signed_constraints", "problem_to_pymoo", "TINY"]
@@ -88,8 +89,6 @@ def problem_to_pymoo(problem, parameters=None):
     try:
         from pymoo.core.problem import Problem as PymooProblem
     except ImportError:  # pragma: no cover - the test extra installs pymoo
-        from .._errors import OptionError
-
         raise OptionError("Problem.to_pymoo needs pymoo: pip install pymoo") from None
     plan = constraint_plan(problem)
     eq_cols = [k for k, node in enumerate(plan) if node[0] == "leaf" and node[2] == EQ]

@@ -20,7 +20,7 @@ import sympy as sp
 from .._errors import ProblemError
 from ._constraints import Leaf
 from ._domain import domain_constraints
-from ._fbbt import InfeasibilityProof
+from ._fbbt import InfeasibilityProof, propagate
 
 __all__ = ["BoundsWarning", "make_bounds", "is_integer", "default_box", "problem_scale",
            "with_box", "SoftSides", "HUGE_BOUND", "IMPLIED_LIMIT", "DEFAULT_BOUND",
@@ -38,9 +38,9 @@ HUGE_BOUND = 1e6
 
 #: A huge side that bound propagation moved inward is implied by the constraints (G22's
 #: ``x7 = 5e7 - 1e5 x9`` gives ``x7 <= 3.3e7``): it is where the feasible set ends, the
-#: problem's own scale, and stays hard up to this magnitude.  Searched as soft, G22's
-#: ``x7`` started in ``[1e7, 2e7]``, away from its optimum 3.29e7, and no feasible point
-#: was ever found to expand from (0/3 runs, was 10/25 before the soft sides).
+#: problem's own scale, and stays hard up to this magnitude.  Searched as soft, such a
+#: side would start in a box of the default scale, far from an optimum near the side,
+#: with no feasible point to expand from.
 IMPLIED_LIMIT = 1e12
 
 
@@ -104,8 +104,8 @@ def with_box(problem, lower: np.ndarray, upper: np.ndarray):
     integer genes rounded inward.
 
     A shallow copy of the instance's attributes: ``copy.copy`` would go through
-    ``Problem.__reduce__`` (pickling), which rebuilds and lowers the problem again
-    (0.7 s for G17, where the piece moves box it five times)."""
+    ``Problem.__reduce__`` (pickling), which rebuilds and lowers the problem again, a
+    cost every re-boxing (the piece moves box a problem several times) would pay."""
     lower, upper = np.array(lower, dtype=np.float64), np.array(upper, dtype=np.float64)
     integer = problem._integer
     lower[integer], upper[integer] = np.ceil(lower[integer]), np.floor(upper[integer])
@@ -188,6 +188,32 @@ def make_bounds(variables, layout, constraints, bounds, default_bound, parameter
         raise ProblemError(f"default_bound must be a finite number > 0 or None, got "
                            f"{default_bound!r}")
     scalars = {b.symbol for b in layout.blocks if b.shape == ()}
+    lo, hi, strict_lo, strict_hi = _extracted_bounds(variables, constraints, scalars)
+    proof = _contradiction(variables, constraints, lo, hi, strict_lo, strict_hi, scalars)
+    param_bounds = _given_bounds(bounds, variables, parameters, scalars, lo, hi)
+    implied: set = set()  # (symbol, "lo"/"hi"): sides propagation moved inward
+    if not param_bounds and proof is None:  # a box that follows parameters: not propagated
+        lo, hi, strict_lo, strict_hi, proof, implied = _tighten(
+            variables, layout, constraints, lo, hi, strict_lo, strict_hi, eq_tol)
+        if proof is None and exprs:
+            lo, hi, implied = _domain_sides(variables, layout, constraints, exprs[0], lo, hi,
+                                            strict_lo, strict_hi, eq_tol, implied)
+    half = default_bound if default_bound is not None else min(
+        DEFAULT_BOUND, 10.0 * problem_scale(exprs, [*lo.values(), *hi.values()]))
+    lower, upper, integer, box, soft, missing = _search_box(layout, lo, hi, strict_lo,
+                                                            strict_hi, implied, half)
+    if missing and proof is None:
+        warnings.warn(f"no finite bound on some side of {', '.join(missing)}: searching a "
+                      f"default box of the problem's scale, expanded while the best point "
+                      f"presses on it (see Problem.bounds); pass bounds= to choose it",
+                      BoundsWarning, stacklevel=4)
+    return lower, upper, integer, box, soft, tuple(param_bounds), proof
+
+
+def _extracted_bounds(variables, constraints, scalars):
+    """``(lo, hi, strict_lo, strict_hi)``: the bounds single-variable linear constraints
+    give (top-level leaves and the leaves of an ``And``), the tightest of each side, and
+    the variables whose tightest side is strict."""
     lo = {v: -math.inf for v in variables}
     hi = {v: math.inf for v in variables}
     strict_lo, strict_hi = set(), set()
@@ -214,53 +240,61 @@ def make_bounds(variables, layout, constraints, bounds, default_bound, parameter
                 hi[v] = val
                 if strict:
                     strict_hi.add(v)
-    proof = _contradiction(variables, constraints, lo, hi, strict_lo, strict_hi, scalars)
+    return lo, hi, strict_lo, strict_hi
+
+
+def _given_bounds(bounds, variables, parameters, scalars, lo, hi) -> list:
+    """The user's ``bounds=`` over ``lo``/``hi`` (in place: a given side replaces the
+    extracted one); returns the sides that depend on parameters, ``(symbol, "lower" |
+    "upper", expression)``, set at the parameters' values here."""
     param_bounds = []
-    if bounds is not None:
-        if not isinstance(bounds, dict):
-            raise ProblemError(f"bounds must be a dict {{symbol: (lo, hi)}}, got {bounds!r}")
-        for s, pair in bounds.items():
-            if s not in lo:
-                raise ProblemError(f"bounds given for {s}, which is not a variable of the "
-                                   f"problem (variables: {list(variables)})")
-            try:
-                blo, bhi = pair
-            except (TypeError, ValueError):
-                raise ProblemError(f"bounds for {s} must be a pair (lo, hi), got {pair!r}") \
-                    from None
-            for name, val in (("lower", blo), ("upper", bhi)):
-                if isinstance(val, sp.Basic) and val.free_symbols:
-                    stray = sorted(map(str, val.free_symbols - set(parameters)))
-                    if stray:
-                        raise ProblemError(f"{name} bound of {s} ({val}) depends on "
-                                           f"{', '.join(stray)}, which is not a parameter")
-                    if s not in scalars:
-                        raise ProblemError(f"{name} bound of {s} depends on parameters: "
-                                           "supported for scalar variables only")
-                    param_bounds.append((s, name, val))
-                    val = val.subs(parameters)
-                if val is not None:
-                    try:
-                        fv = float(val)
-                    except (TypeError, ValueError):
-                        raise ProblemError(f"{name} bound of {s} is not a number: {val!r}") \
-                            from None
-                    if math.isnan(fv):
-                        raise ProblemError(f"{name} bound of {s} is NaN")
-                    if name == "lower":
-                        lo[s] = fv
-                    else:
-                        hi[s] = fv
-            if lo[s] > hi[s]:
-                raise ProblemError(f"lower bound of {s} ({lo[s]}) is above its upper bound "
-                                   f"({hi[s]})")
-    implied: set = set()  # (symbol, "lo"/"hi"): sides propagation moved inward
-    if not param_bounds and proof is None:  # a box that follows parameters: not propagated
-        lo, hi, strict_lo, strict_hi, proof, implied = _tighten(
-            variables, layout, constraints, lo, hi, strict_lo, strict_hi, eq_tol)
-        if proof is None and exprs:
-            lo, hi, implied = _domain_sides(variables, layout, constraints, exprs[0], lo, hi,
-                                            strict_lo, strict_hi, eq_tol, implied)
+    if bounds is None:
+        return param_bounds
+    if not isinstance(bounds, dict):
+        raise ProblemError(f"bounds must be a dict {{symbol: (lo, hi)}}, got {bounds!r}")
+    for s, pair in bounds.items():
+        if s not in lo:
+            raise ProblemError(f"bounds given for {s}, which is not a variable of the "
+                               f"problem (variables: {list(variables)})")
+        try:
+            blo, bhi = pair
+        except (TypeError, ValueError):
+            raise ProblemError(f"bounds for {s} must be a pair (lo, hi), got {pair!r}") \
+                from None
+        for name, val in (("lower", blo), ("upper", bhi)):
+            if isinstance(val, sp.Basic) and val.free_symbols:
+                stray = sorted(map(str, val.free_symbols - set(parameters)))
+                if stray:
+                    raise ProblemError(f"{name} bound of {s} ({val}) depends on "
+                                       f"{', '.join(stray)}, which is not a parameter")
+                if s not in scalars:
+                    raise ProblemError(f"{name} bound of {s} depends on parameters: "
+                                       "supported for scalar variables only")
+                param_bounds.append((s, name, val))
+                val = val.subs(parameters)
+            if val is not None:
+                try:
+                    fv = float(val)
+                except (TypeError, ValueError):
+                    raise ProblemError(f"{name} bound of {s} is not a number: {val!r}") \
+                        from None
+                if math.isnan(fv):
+                    raise ProblemError(f"{name} bound of {s} is NaN")
+                if name == "lower":
+                    lo[s] = fv
+                else:
+                    hi[s] = fv
+        if lo[s] > hi[s]:
+            raise ProblemError(f"lower bound of {s} ({lo[s]}) is above its upper bound "
+                               f"({hi[s]})")
+    return param_bounds
+
+
+def _search_box(layout, lo, hi, strict_lo, strict_hi, implied, half):
+    """``(lower, upper, integer, box, soft, missing)``: the search box per gene (open and
+    huge sides searched from :func:`default_box` and marked soft, unless the constraints
+    imply them; integer genes rounded inward, strict sides stepped past), and the
+    variables with an open side."""
     missing = []
     box = {}
     n = sum(b.size for b in layout.blocks)
@@ -268,8 +302,6 @@ def make_bounds(variables, layout, constraints, bounds, default_bound, parameter
     integer = np.zeros(n, dtype=bool)
     soft_lo, soft_hi = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
     hard_lo, hard_hi = np.empty(n), np.empty(n)
-    half = default_bound if default_bound is not None else min(
-        DEFAULT_BOUND, 10.0 * problem_scale(exprs, [*lo.values(), *hi.values()]))
     for b in layout.blocks:
         v = b.symbol
         a, z = lo[v], hi[v]
@@ -295,14 +327,9 @@ def make_bounds(variables, layout, constraints, bounds, default_bound, parameter
         lower[sl], upper[sl] = a, z
         integer[sl] = is_integer(v)
         box[v] = (a, z)
-    if missing and proof is None:
-        warnings.warn(f"no finite bound on some side of {', '.join(missing)}: searching a "
-                      f"default box of the problem's scale, expanded while the best point "
-                      f"presses on it (see Problem.bounds); pass bounds= to choose it",
-                      BoundsWarning, stacklevel=4)
     soft = SoftSides(soft_lo & (lower > hard_lo), soft_hi & (upper < hard_hi), hard_lo,
                      hard_hi)
-    return lower, upper, integer, box, soft, tuple(param_bounds), proof
+    return lower, upper, integer, box, soft, missing
 
 
 def parameter_bound_constraints(param_bounds) -> list:
@@ -375,8 +402,6 @@ def _tighten(variables, layout, constraints, lo, hi, strict_lo, strict_hi, eq_to
     strict_hi, proof, implied)``, ``implied`` the set of ``(symbol, "lo" | "hi")`` sides
     that moved.
     """
-    from ._fbbt import propagate
-
     n = sum(b.size for b in layout.blocks)
     if not constraints or n > 100_000:
         return lo, hi, strict_lo, strict_hi, None, set()

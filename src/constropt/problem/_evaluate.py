@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import OptionError, ProblemError
+from ..backend._compile import compiled
 
 __all__ = ["Evaluation", "evaluate_points", "report_numpy", "EVALUATE_COMPILE_MIN"]
 
@@ -99,8 +100,6 @@ _REPORTERS: dict = {}  # generated source -> report over a row-major population
 def _rows_report(problem):
     """``(pop (S, n), P, eq_tol) -> (f, V (S, m), feasible)``: the generated ``report``
     over a transposed view of the caller's population, compiled once per source."""
-    from ..backend._devices import compiled
-
     key = problem.source
     hit = _REPORTERS.get(key)
     if hit is None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import OptionError
+from ..lowering._interval_model import IntervalModel
 from ..lowering._interval_ops import ops
 from ._constraints import AllOf, Leaf
 
@@ -89,8 +90,6 @@ def problem_model(problem, *, gradient: bool = False):
     constraint leaves (:func:`required_leaves`), with the Lagrangian's gradient when
     ``gradient``; built once per problem and kind and kept on the problem (the integer
     search's screen and the certificate share it)."""
-    from ..lowering._interval_model import IntervalModel
-
     cache = problem.__dict__.setdefault("_interval_models", {})
     key = "gradient" if gradient else "plain"
     if key not in cache:
@@ -101,8 +100,6 @@ def problem_model(problem, *, gradient: bool = False):
 
 
 def _model(objective_free_leaves, layout):
-    from ..lowering._interval_model import IntervalModel
-
     return IntervalModel(None, objective_free_leaves, layout)
 
 
@@ -147,7 +144,7 @@ def propagate(layout, constraints, lo, hi, integer, eq_tol: float, pvec=None,
     H = hi.copy().reshape(-1, 1)
     integ = np.asarray(integer, dtype=bool).reshape(-1)
     if backend == "torch":
-        import torch
+        import torch  # lazy: Problem construction (the NumPy backend) never loads it
 
         P = tuple(map(torch.as_tensor, P)) if isinstance(P, tuple) else torch.as_tensor(P)
         L, H, integ = torch.as_tensor(L), torch.as_tensor(H), torch.as_tensor(integ)

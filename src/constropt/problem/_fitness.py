@@ -9,7 +9,7 @@ population in either layout, and picks per call how to run it (``compile="auto"`
   call about what hand-written vectorized NumPy costs;
 - from there on, the generated **torch** code compiled once with
   ``torch.compile(dynamic=True)`` through the process-wide cache of
-  :func:`constropt.backend._devices.compiled` (a :class:`CompileWarning` says so, with the
+  :func:`constropt.backend._compile.compiled` (a :class:`CompileWarning` says so, with the
   expected cost, before the first compile); compiled CPU calls below
   :data:`ONE_THREAD_WORK` numbers (``compile=True``) run a variant compiled for one
   thread, where waking the OpenMP team costs more than it saves (and far more when a
@@ -354,7 +354,7 @@ class Fitness:
     def _compiled_fn(self, serial: bool = False):
         hit = self._compiled.get(serial)
         if hit is None:
-            from ..backend._devices import compiled
+            from ..backend._compile import compiled
 
             if self._eager is None:
                 self._eager = _adapter(self.problem, self.kind, self.layout, "torch")

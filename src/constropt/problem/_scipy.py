@@ -36,6 +36,7 @@ import numpy as np
 
 from .._errors import OptionError
 from ._constraints import AllOf, AnyOf, Leaf
+from ._evaluate import report_numpy
 
 __all__ = ["ScipyProblem", "ScipyBridge", "problem_to_scipy", "result_to_scipy",
            "conjunctive_leaves", "SCIPY_STATUS", "STRICT_MARGIN"]
@@ -292,8 +293,6 @@ class ScipyBridge:
                                            jac=self._cjac(idx, s) if self.exact else "2-point"))
         orc = _disjunctive_constraints(self.problem) if disjunctive else []
         if orc:
-            from ._evaluate import report_numpy
-
             rows = np.array(orc, dtype=int)
 
             def vfun(z):

@@ -23,11 +23,12 @@ from ..engine._driver import Instance
 from ..engine._handling import handler_names, make_handler
 from ..finish._finish import Budget, diverges, finish, make_result
 from ..finish._result import Result, Status, add_up
+from ..local._interior import applicable
 from ..problem._bounds import parameter_box
 from ..problem._evaluate import report_numpy
 from ..problem._problem import Problem
 from ._build import _seed
-from ._localfirst import applicable, local_answers
+from ._localfirst import local_answers
 from ._options import SolveOptions, refuse_problem_options
 from ._search import Search
 

@@ -17,7 +17,8 @@ import numpy as np
 
 from .._errors import OptionError
 from ..backend._arrays import Random, asarray, inference, is_torch
-from ..backend._devices import compiled, numpy_dtype, resolve_device, resolve_dtype
+from ..backend._compile import compiled
+from ..backend._devices import numpy_dtype, resolve_device, resolve_dtype
 from ..engine import _ga, _memory
 from ..engine._algorithms import ALGORITHMS
 from ..engine._driver import Driver, Termination

@@ -1,0 +1,282 @@
+"""The interval branch-and-bound behind :func:`._bnb.certify`, on torch tensors.
+
+:func:`branch_and_bound` runs the steps of :mod:`._bnb`'s docstring over a buffer of
+boxes: :func:`_setup` gathers once what every step reads (the interval model, the
+Lagrange multipliers at the incumbent, the constraint targets, the exclusion box),
+:class:`_Pruner` contracts, bounds and prunes new boxes, :func:`_take` chooses the boxes
+to split and :func:`_bisect` splits them.  This module imports torch at its top; the
+certificate's entry point imports it only when a branch-and-bound runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from scipy.optimize import nnls
+
+from ..backend._devices import resolve_device
+from ..problem._fbbt import problem_model
+from ._bounds import _light, bound_boxes
+from ._exclusion import exclusion_box, second_order_bound
+from ._nodes import contract_nodes
+
+__all__ = ["branch_and_bound", "relative_gap", "multipliers"]
+
+_LOG = logging.getLogger("constropt")
+
+
+def relative_gap(U: float, L: float) -> float:
+    """``(U - L) / max(|U|, 1e-9)``, at least 0; ``inf`` without an incumbent."""
+    if not math.isfinite(U):
+        return math.inf
+    return max(0.0, (U - L) / max(abs(U), 1e-9))
+
+
+@dataclass
+class _Setup:
+    """What every step of the branch-and-bound reads."""
+
+    dev: torch.device
+    dtype: torch.dtype
+    batch: int
+    model: object
+    P: torch.Tensor          # parameters, then the multipliers
+    use_lag: bool            # whether the multipliers bound the Lagrangian
+    integer: torch.Tensor
+    targets: list            # (node, lo, hi): the constraints and the cut f <= U
+    eq_slack: float
+    eq_tol: float
+    eps_abs: float           # boxes whose bound is within this of U are dropped
+    xt: torch.Tensor | None  # the incumbent, for the second-order bound
+    excl: tuple | None       # (lo, hi, bound) of the exclusion box
+    lo: torch.Tensor         # the search box, shape (N, 1)
+    hi: torch.Tensor
+    w0: torch.Tensor         # its widths
+
+
+def _setup(problem, pvec, U, x, gap, device, dtype, batch, second_order, progress) -> _Setup:
+    if not isinstance(device, torch.device):  # "auto" from solve: the search's device
+        device = resolve_device(device)
+    dev = torch.device(device)
+    dtype = dtype or torch.float64
+    if batch is None:
+        batch = 16384 if dev.type == "cuda" else 1024
+    model = problem_model(problem, gradient=True)
+    progress["mean_value"] = bool(model.grad is not None and model.smooth(model.f))
+    leaves = model.leaves
+    lam = np.zeros(len(leaves))
+    if x is not None and math.isfinite(U) and model.lagrangian is not None \
+            and _light(model):
+        lam = multipliers(model, problem, np.asarray(pvec, dtype=np.float64),
+                          np.asarray(x, dtype=np.float64))
+    eq_slack = sum(abs(v) for v, lf in zip(lam, leaves) if lf.kind == "eq") * problem.eq_tol
+    eq_slack = eq_slack * (1 + 1e-12)
+    P = torch.as_tensor(np.concatenate([np.asarray(pvec, dtype=np.float64), lam]),
+                        device=dev)
+    targets = model.leaf_targets(problem.eq_tol)
+    if math.isfinite(U):
+        targets = targets + [(model.f, -math.inf, U)]
+    lo = torch.as_tensor(problem.lower, dtype=dtype, device=dev).reshape(-1, 1)
+    hi = torch.as_tensor(problem.upper, dtype=dtype, device=dev).reshape(-1, 1)
+    eps_abs = 0.5 * gap * max(abs(U), 1e-9) if math.isfinite(U) else 0.0
+    xt = None if x is None or not second_order else torch.as_tensor(
+        np.array(x, dtype=np.float64), device=dev)
+    excl = None
+    if math.isfinite(U) and x is not None:
+        excl = exclusion_box(model, problem, P.cpu(), np.asarray(x, dtype=np.float64),
+                             U - eps_abs, eq_slack)
+    if excl is not None:
+        _LOG.debug("certify: exclusion box %s", excl)
+        excl = (excl[0].to(dev).reshape(-1, 1), excl[1].to(dev).reshape(-1, 1), excl[2])
+    return _Setup(dev, dtype, batch, model, P, bool(np.any(lam != 0)),
+                  torch.as_tensor(problem.integer, device=dev), targets, eq_slack,
+                  problem.eq_tol, eps_abs, xt, excl, lo, hi, (hi - lo)[:, 0].clamp(min=1e-300))
+
+
+class _Pruner:
+    """Contract, bound, prune (steps 3 and 4 of :mod:`._bnb`); ``floor`` is the smallest
+    bound of the boxes that left without a proof of infeasibility."""
+
+    def __init__(self, s: _Setup, U: float, spent: dict):
+        self.s, self.U, self.spent = s, U, spent
+        self.floor = torch.tensor(math.inf, dtype=torch.float64, device=s.dev)
+
+    def __call__(self, lo, hi):
+        """The surviving boxes of ``[lo, hi]`` and their bounds and scores."""
+        s, U = self.s, self.U
+        t_c = time.perf_counter()
+        lo, hi, empty, domains = contract_nodes(s.model.program, lo, hi, s.P, s.targets,
+                                                s.integer)
+        t_b = time.perf_counter()
+        self.spent["contract"] += t_b - t_c
+        lower, score, bad = bound_boxes(s.model, lo, hi, s.P, domains, s.eq_slack, s.eq_tol,
+                                        s.use_lag)
+        lower = lower.double()
+        if s.xt is not None:
+            so = second_order_bound(s.model, lo, hi, s.P, s.xt, s.eq_slack)
+            if so is not None:
+                lower = torch.maximum(lower, so.double())
+        if s.excl is not None:  # boxes inside the exclusion box around the incumbent
+            e_lo, e_hi, e_bound = s.excl
+            inside = ((lo.double() >= e_lo) & (hi.double() <= e_hi)).all(0)
+            lower = torch.where(inside, torch.clamp(lower, min=e_bound), lower)
+        empty = empty | bad
+        dead = empty | (lower > U - s.eps_abs) | torch.isnan(lower)
+        near = ~empty & (lower > U - s.eps_abs) & (lower <= U)
+        self.floor = torch.minimum(self.floor, torch.where(near, lower, math.inf).min())
+        # boxes too small to split (every side at rounding level) leave with their bound
+        tiny = ((hi - lo) <= 4 * torch.finfo(s.dtype).eps * torch.maximum(
+            lo.abs(), hi.abs()).clamp(min=1e-300)).all(0)
+        gone = ~dead & tiny
+        self.floor = torch.minimum(self.floor, torch.where(gone, lower, math.inf).min())
+        keep = ~(dead | gone)
+        out = lo[:, keep], hi[:, keep], lower[keep], score[:, keep]
+        self.spent["bound"] += time.perf_counter() - t_b
+        return out
+
+    def fold(self, lo, hi, lb, score, max_boxes: int):
+        """The last resort of a full buffer: its worst boxes leave, their bound folded
+        into ``floor``."""
+        over = lb.numel() - max_boxes
+        worst = torch.topk(lb, over).indices
+        m = torch.ones(lb.numel(), dtype=torch.bool, device=self.s.dev)
+        m[worst] = False
+        self.floor = torch.minimum(self.floor, lb[worst].min())
+        return lo[:, m], hi[:, m], lb[m], score[:, m]
+
+
+def branch_and_bound(problem, pvec, U, x, gap, time_limit, device, dtype, batch, max_boxes,
+                     target_time, t0, spent, progress, second_order: bool = True) -> bool:
+    """The branch-and-bound of :func:`._bnb.certify` (``U``: the incumbent in
+    minimization sense).  ``spent`` gathers the seconds per part and ``progress`` the
+    last proven bound ``L`` (minimization sense), the boxes so far and whether the
+    mean-value form is used, which a Ctrl-C leaves behind.  Returns whether the search
+    box is proven to hold no feasible point."""
+    s = _setup(problem, pvec, U, x, gap, device, dtype, batch, second_order, progress)
+    spent["setup"] = time.perf_counter() - t0
+    prune = _Pruner(s, U, spent)
+    lo, hi, lb, score = prune(s.lo, s.hi)
+    boxes = 1
+    times = target_time if target_time is not None else {}
+    while True:
+        n = lb.numel()
+        L = min(U, float(torch.minimum(prune.floor, lb.min() if n else prune.floor)))
+        progress["L"], progress["boxes"] = L, boxes  # proven: every box is accounted for
+        g = relative_gap(U, L)
+        elapsed = time.perf_counter() - t0
+        for t in (1e-4, 1e-6):
+            if g <= t and t not in times:
+                times[t] = elapsed
+        _LOG.debug("certify: step n=%d L=%r gap=%.3g t=%.2f", n, L, g, elapsed)
+        if n == 0 or g <= gap or elapsed > time_limit:
+            break
+        k = min(s.batch, n)
+        (slo, shi, ss), (lo, hi, lb, score) = _take(lo, hi, lb, score, k,
+                                                    n + 2 * k > max_boxes, s)
+        # bisect along the largest score, several times when the buffer is small (fewer
+        # steps: each costs the same fixed overhead of a few thousand tensor operations)
+        reps = max(1, min(3, int(math.log2(max(s.batch // k, 1)))))
+        for _ in range(reps):
+            slo, shi, ss = _bisect(slo, shi, ss, s.integer)
+        clo, chi, clb, cs = prune(slo, shi)
+        boxes += slo.shape[1]
+        lo, hi = torch.cat([lo, clo], 1), torch.cat([hi, chi], 1)
+        lb, score = torch.cat([lb, clb]), torch.cat([score, cs], 1)
+        if lb.numel() > max_boxes:
+            lo, hi, lb, score = prune.fold(lo, hi, lb, score, max_boxes)
+    if _LOG.isEnabledFor(logging.DEBUG) and lb.numel():
+        for j in torch.argsort(lb)[:5].tolist():
+            _LOG.debug("certify: worst box %r %s %s", float(lb[j]), lo[:, j].tolist(),
+                       hi[:, j].tolist())
+    return not math.isfinite(U) and lb.numel() == 0 and not math.isfinite(float(prune.floor))
+
+
+def _take(lo, hi, lb, score, k: int, depth_first: bool, s: _Setup):
+    """``((lo, hi, score) of the k boxes to split, (lo, hi, lb, score) of the rest)``:
+    the smallest lower bounds (best first) or, ``depth_first``, the smallest boxes
+    (which drains a nearly full buffer)."""
+    if depth_first:
+        size = ((hi - lo) / s.w0.reshape(-1, 1)).amax(0)
+        idx = torch.topk(-size, k).indices
+    else:
+        idx = torch.topk(-lb, k).indices
+    take = torch.zeros(lb.numel(), dtype=torch.bool, device=s.dev)
+    take[idx] = True
+    return ((lo[:, take], hi[:, take], score[:, take]),
+            (lo[:, ~take], hi[:, ~take], lb[~take], score[:, ~take]))
+
+
+def multipliers(model, problem, pvec, x) -> np.ndarray:
+    """Lagrange multipliers of the model's smooth leaves at ``x`` (minimization sense):
+    non-negative least squares of ``grad f + sum_i lam_i grad c_i = 0`` over the active
+    inequalities (``lam_i >= 0``), the equalities (either sign) and the active box
+    sides (whose multipliers are dropped: the box itself enforces them).  Gradients are
+    the model's exact ones, evaluated at the point (midpoints of point enclosures)."""
+    lam = np.zeros(len(model.leaves))
+    if not model.lag_leaves or model.grad is None:
+        return lam
+    X = torch.tensor(np.array(x, dtype=np.float64)).reshape(-1, 1)
+    P = torch.as_tensor(np.concatenate([pvec, lam]), dtype=torch.float64)
+    nodes = list(model.grad) + [model.leaf_nodes[i] for i in model.lag_leaves] + \
+        [n for row in model.jac for n in row]
+    vals = model.program.forward(X, X, P, only=nodes)
+
+    def mid(n):
+        iv = vals[n]
+        return float(0.5 * (iv.lo.reshape(-1)[0] + iv.hi.reshape(-1)[0]))
+
+    g = np.array([mid(n) for n in model.grad])
+    cols, owner = [], []
+    for i, row in zip(model.lag_leaves, model.jac):
+        lf = model.leaves[i]
+        ci = mid(model.leaf_nodes[i])
+        Ji = np.array([mid(n) for n in row])
+        if not (np.all(np.isfinite(Ji)) and math.isfinite(ci)):
+            continue
+        scale = 1e-6 * max(1.0, float(np.abs(Ji).max()) * max(1.0, float(np.abs(x).max())))
+        if lf.kind == "eq":
+            cols += [Ji, -Ji]
+            owner += [(i, 1.0), (i, -1.0)]
+        elif ci >= -scale:
+            cols.append(Ji)
+            owner.append((i, 1.0))
+    w = np.maximum(problem.upper - problem.lower, 1e-300)
+    for k in range(problem.n):
+        if x[k] - problem.lower[k] <= 1e-9 * w[k]:
+            cols.append(-np.eye(problem.n)[k])
+            owner.append((None, 0.0))
+        if problem.upper[k] - x[k] <= 1e-9 * w[k]:
+            cols.append(np.eye(problem.n)[k])
+            owner.append((None, 0.0))
+    if not cols or not np.all(np.isfinite(g)):
+        return lam
+    sol, _ = nnls(np.array(cols).T, -g)
+    for (i, sgn), v in zip(owner, sol):
+        if i is not None:
+            lam[i] += sgn * v
+    return lam
+
+
+def _bisect(lo, hi, score, integer):
+    """Split every box in two along its largest ``score`` (integers between two
+    integers); the children's score on that side is halved."""
+    k = lo.shape[1]
+    dim = torch.argmax(score, 0)
+    cols = torch.arange(k, device=lo.device)
+    a, b = lo[dim, cols], hi[dim, cols]
+    mid = a + 0.5 * (b - a)
+    mid = torch.where(torch.isfinite(mid), mid, torch.where(torch.isfinite(a), a + 1.0, b - 1.0))
+    is_int = integer[dim]
+    left_hi = torch.where(is_int, torch.floor(mid), mid)
+    right_lo = torch.where(is_int, torch.floor(mid) + 1, mid)
+    lhi, rlo = hi.clone(), lo.clone()
+    lhi[dim, cols] = left_hi
+    rlo[dim, cols] = right_lo
+    s2 = score.clone()
+    s2[dim, cols] = score[dim, cols] / 2
+    return torch.cat([lo, rlo], 1), torch.cat([lhi, hi], 1), torch.cat([s2, s2], 1)
