@@ -7,12 +7,13 @@ alike (a lazy import inside a function still ties the two modules together), so 
 needs no import of constropt itself.
 
 Stages, lowest first (``RANK``): ``_errors`` and ``_plotting``; ``backend`` (devices,
-dtypes, the compile cache, the array namespace); ``lowering`` and ``engine`` (independent of each other);
-``problem``; ``local`` (local solvers); ``finish`` (the finishing path); ``certify`` (the
-branch-and-bound); ``solver`` (the run); ``parallel``; and the edge (``cli``, ``files``,
-``interface``, ``benchmarks``, the package's ``__init__``).  A module may import its own
-stage and lower ones, never a higher one, not even lazily inside a function: the thin
-``Problem.plot`` and ``Result.plot`` methods reach the edge's plotting code through the
+dtypes, the compile cache, the array namespace); ``lowering`` and ``engine``
+(independent of each other); ``problem``; ``local`` (local solvers); ``finish`` (the
+finishing path); ``certify`` (the branch-and-bound); ``solver`` (the run); ``parallel``;
+and the edge (``cli``, ``files``, ``interface``, ``benchmarks``, the package's
+``__init__``).  A module may import its own stage and lower ones, never a higher one,
+not even lazily inside a function: the thin ``Problem.plot`` and ``Result.plot`` methods
+reach the edge's plotting code through the
 registry ``_plotting`` (rank 0), which the edge fills.
 
 The module map is checked both ways: its stage table is ``RANK``, every module of the
