@@ -85,6 +85,10 @@ class Certificate:
         False when Ctrl-C stopped the branch-and-bound: ``lower_bound`` is the bound of
         the last step it completed (still proven; ``-inf``, ``+inf`` when maximizing,
         if it stopped before the first), and the solve's status is ``INTERRUPTED``.
+    convex : bool
+        Whether the Lagrangian was proven convex on the whole search box, so that one
+        tangent-plane bound covers the box (a convex QP: certified by one bound, no
+        branching; see :mod:`._convex`).
     lps : int
         Linear programs solved (0: the bounds come from interval forms, no LP
         relaxation yet).
@@ -107,6 +111,7 @@ class Certificate:
     box: dict
     statement: str
     complete: bool = True
+    convex: bool = False
     lps: int = 0
     timings: dict = field(default_factory=dict)
 
@@ -173,7 +178,7 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
     box = {s: (float(a), float(z)) for s, a, z in zip(problem.variables, problem.lower,
                                                        problem.upper)} \
         if not problem.has_vector_variables else {}
-    progress = {"L": -math.inf, "boxes": 0, "mean_value": False}
+    progress = {"L": -math.inf, "boxes": 0, "mean_value": False, "convex": False}
     try:
         infeasible = branch_and_bound(problem, pvec, U, x, gap, time_limit, device, dtype,
                                       batch, max_boxes, target_time, t0, spent, progress,
@@ -195,8 +200,12 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
     statement = (f"no point of the search box that satisfies the constraints (exact real "
                  f"arithmetic; equalities as |h(x)| <= {problem.eq_tol:g}) has an objective "
                  f"{sense} than {sign * L!r}")
+    if progress["convex"]:
+        statement += ("; the Lagrangian is proven convex on the search box, so its tangent "
+                      "plane at the incumbent bounds the whole box")
     if infeasible is None:
         statement = f"interrupted (Ctrl-C) after {boxes} boxes: {statement}"
     return Certificate("bound", sign * L, g, gap, g <= gap,
                        sign * U if math.isfinite(U) else math.nan, boxes, seconds, mean_value,
-                       box, statement, complete=infeasible is not None, timings=spent)
+                       box, statement, complete=infeasible is not None,
+                       convex=progress["convex"], timings=spent)

@@ -22,6 +22,7 @@ from scipy.optimize import nnls
 from ..backend._devices import resolve_device
 from ..problem._fbbt import problem_model
 from ._bounds import _light, bound_boxes
+from ._convex import convex_bound
 from ._exclusion import exclusion_box, second_order_bound
 from ._nodes import contract_nodes
 
@@ -88,8 +89,16 @@ def _setup(problem, pvec, U, x, gap, device, dtype, batch, second_order, progres
         np.array(x, dtype=np.float64), device=dev)
     excl = None
     if math.isfinite(U) and x is not None:
-        excl = exclusion_box(model, problem, P.cpu(), np.asarray(x, dtype=np.float64),
-                             U - eps_abs, eq_slack)
+        # a Lagrangian proven convex on the whole search box bounds it all at once: the
+        # whole box is then the exclusion box (a convex QP needs no branching)
+        whole = convex_bound(model, problem, pvec, lam, x, problem.eq_tol)
+        progress["convex"] = whole is not None
+        if whole is not None:
+            excl = (torch.as_tensor(problem.lower, dtype=torch.float64),
+                    torch.as_tensor(problem.upper, dtype=torch.float64), whole)
+        else:
+            excl = exclusion_box(model, problem, P.cpu(), np.asarray(x, dtype=np.float64),
+                                 U - eps_abs, eq_slack)
     if excl is not None:
         _LOG.debug("certify: exclusion box %s", excl)
         excl = (excl[0].to(dev).reshape(-1, 1), excl[1].to(dev).reshape(-1, 1), excl[2])

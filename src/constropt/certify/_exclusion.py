@@ -35,12 +35,12 @@ from ..lowering._interval import IntervalProgram
 from ..lowering._interval_model import graph_gradient
 from ..lowering._rt_interval import Iv
 
-__all__ = ["exclusion_box"]
+__all__ = ["exclusion_box", "hessian_program", "proven_psd"]
 
 _RADII = (0.3, 0.1, 0.03, 0.01, 3e-3, 1e-3, 3e-4, 1e-4, 3e-5, 1e-5)
 
 
-def _hessian_program(model):
+def hessian_program(model):
     """``(program, value node, gradient nodes, Hessian rows)`` of the Lagrangian (of
     ``f`` without smooth constraints); None when not twice differentiable here."""
     cache = model.__dict__.setdefault("_hessian", {})
@@ -92,7 +92,7 @@ def exclusion_box(model, problem, P, x, threshold: float, eq_slack: float):
     (lo, hi, bound) or None
         ``lo, hi`` float64 tensors of shape (n,), ``bound`` a float.
     """
-    hp = _hessian_program(model)
+    hp = hessian_program(model)
     if hp is None or x is None:
         return None
     prog, v, grad, rows = hp
@@ -123,7 +123,7 @@ def exclusion_box(model, problem, P, x, threshold: float, eq_slack: float):
         bound = float(ri.down(acc - eq_slack))
         if not math.isfinite(bound) or bound < threshold:
             continue
-        if _psd(prog, v, grad, rows, lo, hi, c, P):
+        if proven_psd(prog, v, grad, rows, lo, hi, c, P):
             return lo, hi, bound
     return None
 
@@ -151,7 +151,7 @@ def second_order_bound(model, lo, hi, P, x, eq_slack: float):
     -------
     Tensor, shape (B,), or None (no Hessian)
     """
-    hp = _hessian_program(model)
+    hp = hessian_program(model)
     if hp is None:
         return None
     prog, v, grad, rows = hp
@@ -210,7 +210,7 @@ def second_order_bound(model, lo, hi, P, x, eq_slack: float):
     return torch.where(bad | torch.isnan(out), -torch.inf, out)
 
 
-def _psd(prog, v, grad, rows, lo, hi, c, P) -> bool:
+def proven_psd(prog, v, grad, rows, lo, hi, c, P) -> bool:
     """Whether ``L`` is defined on the whole box and every symmetric matrix in the
     interval Hessian over ``[lo, hi]`` is
     positive semidefinite: Gershgorin discs of ``D H D`` with ``D`` the radii of the box
