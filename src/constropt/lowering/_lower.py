@@ -35,6 +35,7 @@ from .._errors import UnsupportedExpressionError
 from . import _rt_numpy, _sums  # noqa: F401 - _sums registers the Sum/Indexed rules
 from ._codegen import compile_source, emit_function
 from ._derivatives import SymbolicDerivative, autograd_derivatives, gradient_runtime
+from ._forward import forward_derivatives
 from ._graph import Graph, Layout
 from ._tree import AllOf, Leaf, leaves
 
@@ -271,8 +272,6 @@ class Lowering:
                 src = self.derivative_source()
             except UnsupportedExpressionError:
                 if backend != "torch":  # forward mode on NumPy: no torch import
-                    from ._forward import forward_derivatives
-
                     fn = forward_derivatives(self.source)
                     self._namespaces[key] = fn
                     return fn
