@@ -49,8 +49,8 @@ def _step_form(expr):
 
 
 #: Most arguments of a ``Min``/``Max`` differentiated symbolically: sympy writes the
-#: derivative of each argument with a ``Min`` of all the others (quadratic size; 27
-#: arguments took 4 s, 729 took 90 s), where autograd costs one backward pass.
+#: derivative of each argument with a ``Min`` of all the others (quadratic in size and
+#: time), where autograd costs one backward pass.
 MAX_MINMAX_ARGS = 8
 
 

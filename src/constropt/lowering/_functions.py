@@ -164,7 +164,7 @@ def _np_erf(x):
 def _torch_isnan(torch):
     def isnan(a):
         """``a != a``: the same as ``torch.isnan``, but inductor keeps it vectorized (it
-        lowers ``isnan`` to a scalar loop on CPU, 2-3x slower for a whole kernel)."""
+        lowers ``isnan`` to a scalar loop on CPU)."""
         return a != a
     return isnan
 

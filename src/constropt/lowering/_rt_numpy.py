@@ -129,8 +129,8 @@ def out(v, X, dtype):
 
 def stack(items, X, dtype):
     # one array filled row by row: assignment broadcasts a scalar or an (B,) row at a
-    # fraction of the cost of broadcast_to + np.stack (a Jacobian of 20 x 22 entries,
-    # most of them constants, took 4 ms a point that way: most of a polish's time)
+    # fraction of the cost of broadcast_to + np.stack (a Jacobian is mostly constants,
+    # and the polish evaluates it at every step)
     res = np.empty((len(items),) + tuple(X.shape[1:]), dtype=dtype)
     for i, v in enumerate(items):
         res[i] = v

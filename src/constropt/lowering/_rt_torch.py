@@ -124,8 +124,8 @@ def _bsum_rowwise(block, dtype):
     ``|sum| <= 128 * 255`` fits) and the partial sums are added in ``dtype``.  Chunks
     of ``_BSUM_CHUNK`` columns keep the accumulator in cache and every operation below
     torch's parallel grain size: one thread, no per-operation barrier, so the sum does
-    not collapse when the CPU is oversubscribed (a thousand full-width multi-threaded
-    row additions ran 0.05 s on an idle 2-core machine and up to 10 s on a busy one).
+    not collapse when the CPU is oversubscribed (full-width multi-threaded row additions
+    wait at a barrier each, and a busy machine makes every wait long).
     """
     n, S = block.shape
     result = torch.empty(S, dtype=dtype, device=block.device)
@@ -147,13 +147,12 @@ def bsum(block, dtype):
     """Sum a block of genes straight from storage (rows are genes), result in ``dtype``.
 
     Eager on CPU, large 2-D blocks of 8-bit integers take the exact chunked int16 path
-    (``Tensor.sum(0, dtype=float32)`` over int8 is about 20 times slower); under
+    (``Tensor.sum(0, dtype=float32)`` over int8 is far slower); under
     ``torch.compile`` and elsewhere one reduction, which inductor fuses into one kernel:
     8-bit genes accumulate in ``dtype`` where every partial sum is an integer it holds
-    exactly (float32: up to 65,793 genes of magnitude <= 255; compiled over 1,000
-    int8 genes 1.3-1.6x faster than an int32 accumulator, whose horizontal reduction
-    inductor spills), else in int32 (exact) converted to ``dtype`` once; other genes sum
-    in ``dtype``.
+    exactly (float32: up to 65,793 genes of magnitude <= 255; faster compiled than an
+    int32 accumulator, whose horizontal reduction inductor spills), else in int32
+    (exact) converted to ``dtype`` once; other genes sum in ``dtype``.
     """
     small = block.dtype in (torch.int8, torch.uint8, torch.bool)
     if (small and block.dim() == 2
