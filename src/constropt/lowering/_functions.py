@@ -6,7 +6,7 @@ and each backend reads the rows (none keeps its own list of names):
 - the graph (:mod:`._graph`): the sympy classes lowered to the row's node, constant
   folding, whether the value may be NaN where the argument is not;
 - the point runtimes (:mod:`._rt_numpy`, :mod:`._rt_torch`): the row's NumPy function
-  and torch spelling, guarded by its domain (:func:`point_functions`);
+  and torch spelling, guarded by its domain (:mod:`._guards`);
 - derivatives: forward mode on NumPy (:mod:`._forward`) and the graph's reverse mode
   (:mod:`._interval_model`) both evaluate the row's ``derivative``;
 - intervals: the inclusion function and the preimage rule of bound propagation
@@ -27,14 +27,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial, reduce
+from functools import reduce
 from typing import NamedTuple
 
 import numpy as np
 import sympy as sp
 
 __all__ = ["Function", "Domain", "Parse", "FUNCTIONS", "FUNCTION", "NODE_FUNCTIONS",
-           "SYMPY_CLASSES", "point_functions", "guarded"]
+           "SYMPY_CLASSES"]
 
 inf = math.inf
 nan = math.nan
@@ -154,7 +154,7 @@ def _np_rsqrt(x):
 
 
 def _np_erf(x):
-    # scipy is a dependency of constropt; scipy.special costs 0.3 s to import, so only a
+    # scipy is a dependency of constropt; scipy.special is slow to import, so only a
     # problem with erf pays for it
     from scipy.special import erf
 
@@ -373,100 +373,3 @@ FUNCTION: dict[str, Function] = {f.name: f for f in FUNCTIONS}
 NODE_FUNCTIONS: tuple[Function, ...] = tuple(f for f in FUNCTIONS if f.has_node)
 #: Every sympy class the table lowers, in table order.
 SYMPY_CLASSES: tuple = tuple(cls for f in FUNCTIONS for cls in f.sympy)
-
-
-# -- the point runtimes --------------------------------------------------------------------
-def guarded(where, fn, ok, safe, canonical=None, coerce=None):
-    """``fn`` where ``ok`` holds, NaN elsewhere, with the inputs of the dead lanes
-    replaced by ``safe`` first ("double where": ``fn`` never sees an argument outside
-    its domain, so neither its value nor its gradient is poisoned there).
-
-    One argument: ``ok`` a :class:`Domain` (its comparisons written inline: the point
-    runtimes call these functions once per operation) or a mask function, ``safe`` a
-    number.  Two: ``ok(a, b)``, ``safe`` a pair (None passes the argument as it is),
-    ``canonical(a, b)`` applied to the guarded arguments, ``coerce(a, b)`` to the
-    arguments first (torch: Python numbers become tensors).
-    """
-    if not isinstance(safe, tuple):
-        if not isinstance(ok, Domain):
-            def one(a):
-                m = ok(a)
-                return where(m, fn(where(m, a, safe)), nan)
-            return one
-        return _domain_guard(where, fn, ok, safe)
-    s0, s1 = safe
-
-    def two(a, b):
-        if coerce is not None:
-            a, b = coerce(a, b)
-        m = ok(a, b)
-        if s0 is not None:
-            a = where(m, a, s0)
-        if s1 is not None:
-            b = where(m, b, s1)
-        if canonical is not None:
-            a, b = canonical(a, b)
-        return where(m, fn(a, b), nan)
-    return two
-
-
-def _domain_guard(where, fn, domain: Domain, safe):
-    lo, hi, open_lo, open_hi = domain
-    if hi == inf and open_lo:
-        def above_open(a):
-            m = a > lo
-            return where(m, fn(where(m, a, safe)), nan)
-        return above_open
-    if hi == inf:
-        def above(a):
-            m = a >= lo
-            return where(m, fn(where(m, a, safe)), nan)
-        return above
-    if lo == -inf or open_lo or open_hi:  # the other shapes: through the mask
-        mask = domain.mask()
-
-        def inside_mask(a):
-            m = mask(a)
-            return where(m, fn(where(m, a, safe)), nan)
-        return inside_mask
-
-    def inside(a):
-        m = (a >= lo) & (a <= hi)
-        return where(m, fn(where(m, a, safe)), nan)
-    return inside
-
-
-class _Runtime(NamedTuple):
-    where: Callable
-    isnan: Callable
-
-
-def point_functions(where, raw_of, coerce=None) -> dict:
-    """``{runtime name: point function}`` of every node row, for one array library.
-
-    ``where`` is the library's three-argument select, ``raw_of(row)`` the row's array
-    function (or None), ``coerce(a, b)`` makes the arguments of a two-argument function
-    something the library takes (torch: Python numbers become tensors); a row whose
-    torch spelling is a builder takes Python numbers itself.
-    """
-    rt = _Runtime(where, raw_of(FUNCTION["isnan"]))
-    out = {}
-    for f in NODE_FUNCTIONS:
-        raw = raw_of(f)
-        pair = coerce if f.arity != 1 and not callable(f.torch) else None
-        if f.point is not None:
-            fn = partial(f.point, rt, raw)
-            if pair is not None:
-                fn = _coerced(fn, pair)
-        elif f.domain is not None:
-            fn = guarded(where, raw, f.domain, f.safe, f.canonical, pair)
-        else:
-            fn = raw
-        out[f.runtime_name] = fn
-    return out
-
-
-def _coerced(fn, coerce):
-    def coerced(a, b):
-        return fn(*coerce(a, b))
-    return coerced

@@ -11,8 +11,10 @@ Inside ``Sum`` bodies nodes carry summation axes: the active indices form a stac
 ``D`` axes, and a node that varies along any of them has ``D`` leading axes (size 1
 where it does not vary) in front of the batch axes; see :mod:`._sums`.
 
-The builder is a dispatch table from sympy classes to rules, as sympy's printers are;
-a class without a rule raises :class:`~constropt.UnsupportedExpressionError` naming it.
+The builder is a dispatch table from sympy classes to rules, as sympy's printers are:
+arithmetic, ``Piecewise`` and logic here, every function from its row of the function
+table (:mod:`._functions`); a class without a rule raises
+:class:`~constropt.UnsupportedExpressionError` naming it.
 """
 
 from __future__ import annotations

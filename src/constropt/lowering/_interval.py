@@ -2,17 +2,18 @@
 
 :class:`IntervalProgram` evaluates the nodes of a :class:`~._graph.Graph` (the same
 hash-consed graph the point code is generated from) with the inclusion functions of
-:mod:`._rt_interval`, in topological order: one loop over node ids, no recursion, so
+:mod:`._rt_interval` and of the function table's rows (:mod:`._interval_rules`), in
+topological order: one loop over node ids, no recursion, so
 expression depth is unlimited.  Boxes are given as ``lo, hi`` tensors of shape
 ``(N, B)`` (variable-major, like the point population); every node's enclosure has the
 batch shape ``(B,)`` (with leading summation axes inside ``Sum`` bodies).
 
 :meth:`IntervalProgram.contract` is forward-backward bound propagation (HC4-revise):
 a forward pass, then targets on constraint roots pushed back to the variables through
-the operations whose inverse is known.  A target is pushed only along *strict* paths
-(every operation on the way returns NaN when an operand is NaN), so at every feasible
-point of the box the node on such a path is a real number inside its target; the dead
-branches of ``Piecewise`` never receive targets.
+the operations whose inverse is known (for functions, their rows' ``inverse``).  A
+target is pushed only along *strict* paths (every operation on the way returns NaN when
+an operand is NaN), so at every feasible point of the box the node on such a path is a
+real number inside its target; the dead branches of ``Piecewise`` never receive targets.
 
 :class:`~._interval_model.IntervalModel` lowers a problem's objective, constraint leaves
 and gradients into one graph and one program.

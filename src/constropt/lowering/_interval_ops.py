@@ -55,6 +55,7 @@ def _np_asarray(v, like, dtype=None):
 
 _NP_DT = {"f64": np.float64, "bool": np.bool_}
 
+
 def _table(raw_of) -> dict:
     """The array function of every row of the function table, by the row's name."""
     return {f.name: raw_of(f) for f in NODE_FUNCTIONS if f.numpy is not None}

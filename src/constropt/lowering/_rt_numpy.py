@@ -2,7 +2,7 @@
 
 Same names, same semantics (see that module).  The functions of the function table
 (``exp``, ``sqrt``, ``atan2``, ...) are its rows' NumPy functions, guarded by their
-domains (:func:`._functions.point_functions`).  The NumPy evaluator runs the generated
+domains (:func:`._guards.point_functions`).  The NumPy evaluator runs the generated
 function under ``numpy.errstate(all="ignore")``: guarded lanes never reach a math
 function out of its domain, but overflow to ``inf`` is a legitimate result.
 """
@@ -13,8 +13,8 @@ import math
 
 import numpy as np
 
-from ._functions import guarded as _guarded
-from ._functions import point_functions as _point_functions
+from ._guards import guarded as _guarded
+from ._guards import point_functions as _point_functions
 
 nan = math.nan
 inf = math.inf

@@ -18,8 +18,8 @@ Semantics shared with :mod:`._rt_numpy` (same names, same results):
   tensor's dtype and device; only ``where`` with two constant branches needs ``dtype``.
 
 The functions of the function table (``exp``, ``sqrt``, ``atan2``, ...) are its rows'
-torch functions, guarded by their domains (:func:`._functions.point_functions`); the
-"double where" itself is :func:`._functions.guarded`, shared with NumPy.
+torch functions, guarded by their domains (:func:`._guards.point_functions`); the
+"double where" itself is :func:`._guards.guarded`, shared with NumPy.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ import math
 
 import torch
 
-from ._functions import guarded as _guarded
-from ._functions import point_functions as _point_functions
+from ._guards import guarded as _guarded
+from ._guards import point_functions as _point_functions
 
 nan = math.nan
 inf = math.inf
