@@ -4,13 +4,11 @@ problem it cannot prove convex."""
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 
 import numpy as np
 import pytest
 import sympy as sp
-import torch
 
 import constropt
 from constropt.certify import _convex
@@ -28,7 +26,8 @@ def _portfolio(n=10, seed=7):
     r = float(np.round(np.mean(mu) * 1.1, 4))
     w = sp.symbols(f"w0:{n}")
     f = sum(sp.Rational(str(S[i, j])) * w[i] * w[j] for i in range(n) for j in range(n))
-    cons = [sp.Eq(sum(w), 1), sum(sp.Rational(str(mu[i])) * w[i] for i in range(n)) >= sp.Rational(str(r))]
+    ret = sum(sp.Rational(str(mu[i])) * w[i] for i in range(n))
+    cons = [sp.Eq(sum(w), 1), ret >= sp.Rational(str(r))]
     cons += [wi >= 0 for wi in w] + [wi <= 1 for wi in w]
     return f, cons, w
 
@@ -40,15 +39,15 @@ def _exact_qp_optimum(f, cons, w, x):
     active = [c for c in cons if isinstance(c, sp.Equality)
               or abs(float((c.lhs - c.rhs).subs(dict(zip(w, x))))) < 1e-7]
     lams = sp.symbols(f"l0:{len(active)}")
-    L = f - sum(l * (c.lhs - c.rhs) for l, c in zip(lams, active))
+    L = f - sum(lm * (c.lhs - c.rhs) for lm, c in zip(lams, active))
     eqs = [sp.diff(L, v) for v in w] + [c.lhs - c.rhs for c in active]
     sol = sp.solve(eqs, list(w) + list(lams), dict=True)
     assert len(sol) == 1
     point = {v: sol[0][v] for v in w}
-    for l, c in zip(lams, active):  # c written as lhs >= rhs or lhs <= rhs
+    for lm, c in zip(lams, active):  # c written as lhs >= rhs or lhs <= rhs
         if not isinstance(c, sp.Equality):
             sign = 1 if isinstance(c, (sp.GreaterThan, sp.StrictGreaterThan)) else -1
-            assert sign * sol[0][l] >= 0
+            assert sign * sol[0][lm] >= 0
     assert all(bool(c.subs(point)) for c in cons)
     return f.subs(point)
 

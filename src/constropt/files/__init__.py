@@ -72,11 +72,11 @@ Expression syntax
 * operators: unary ``+``/``-``; ``+ - * / **``; ``%`` (``Mod``); ``//``
   (``floor(a/b)``); comparisons and ``and``/``or``/``not`` in constraints and in
   ``where`` conditions. ``^`` is rejected with a hint to use ``**``;
-* functions, called by bare name with positional arguments: ``sqrt exp log``
-  (``log(x)`` or ``log(x, base)``) ``ln log10 log2 sin cos tan asin acos atan
-  atan2 sinh cosh tanh asinh acosh atanh abs/Abs sign floor ceil/ceiling
-  min/Min max/Max`` (any number of arguments), ``heaviside/Heaviside`` and
-  ``where(cond, a, b)`` (``a`` where ``cond`` holds, else ``b``; a sympy
+* functions, called by bare name with positional arguments (the parser names of
+  constropt's function table; ``log(x, base)`` takes a base, ``heaviside(x, h0)``
+  the value at 0):
+  {FUNCTIONS};
+  and ``where(cond, a, b)`` (``a`` where ``cond`` holds, else ``b``; a sympy
   ``Piecewise``);
 * an expression may span several lines (e.g. a TOML ``\"\"\"...\"\"\"`` string) as
   long as its parentheses balance; ``#`` starts a comment.
@@ -101,7 +101,11 @@ the reason and the position inside the expression, e.g.::
 """
 
 from ._ast import parse_constant, parse_constraint, parse_expression
+from ._names import function_list
 from ._spec import ProblemSpec, load_problem, loads_problem
+
+# the list of functions comes from the function table
+__doc__ = __doc__.replace("{FUNCTIONS}", function_list())
 
 __all__ = ["ProblemSpec", "load_problem", "loads_problem", "parse_expression",
            "parse_constraint", "parse_constant"]

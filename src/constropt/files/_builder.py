@@ -1,8 +1,9 @@
-"""The allow-list and the tree walker that turns a checked ``ast`` into sympy objects.
+"""The tree walker that checks a parsed ``ast`` and turns it into sympy objects.
 
 :class:`Builder` works in two passes over a tree from ``ast.parse(..., mode="eval")``:
 :meth:`Builder.validate` checks every node iteratively against the allow-list
-(node types, operators, literal types, names, functions, arity, nesting depth);
+(node types, operators, literal types, names, functions of :mod:`._names`, arity,
+nesting depth);
 :meth:`Builder.build` then constructs sympy objects from the checked tree, with
 the size guards of :mod:`._numeric` around every operation.
 """
@@ -20,46 +21,12 @@ import sympy
 from constropt._errors import ParseError
 
 from . import _numeric
+from ._names import CONSTANTS, FUNCTIONS, INF
 from ._numeric import NumberTooLarge
 
-__all__ = ["Builder", "FUNCTIONS", "CONSTANTS", "RESERVED_NAMES", "MAX_DEPTH", "make_error"]
+__all__ = ["Builder", "MAX_DEPTH", "make_error", "suggest"]
 
 MAX_DEPTH = 100
-CONSTANTS = {"pi": sympy.pi, "E": sympy.E, "e": sympy.E}
-_INF = "inf"
-
-
-def _log(x, base=None):
-    if base is None:
-        return sympy.log(x)
-    if base == 1 or base == 0:
-        raise ValueError(f"logarithm base {base} is not allowed")
-    return sympy.log(x, base)
-
-
-def _where(cond, a, b):
-    return sympy.Piecewise((a, cond), (b, True))
-
-
-# name -> (sympy builder, min args, max args or None for "any number")
-FUNCTIONS = {
-    "sqrt": (sympy.sqrt, 1, 1), "exp": (sympy.exp, 1, 1),  # both guarded in Builder._call
-    "log": (_log, 1, 2), "ln": (sympy.log, 1, 1),
-    "log10": (lambda x: sympy.log(x, 10), 1, 1), "log2": (lambda x: sympy.log(x, 2), 1, 1),
-    "sin": (sympy.sin, 1, 1), "cos": (sympy.cos, 1, 1), "tan": (sympy.tan, 1, 1),
-    "asin": (sympy.asin, 1, 1), "acos": (sympy.acos, 1, 1), "atan": (sympy.atan, 1, 1),
-    "atan2": (sympy.atan2, 2, 2),
-    "sinh": (sympy.sinh, 1, 1), "cosh": (sympy.cosh, 1, 1), "tanh": (sympy.tanh, 1, 1),
-    "asinh": (sympy.asinh, 1, 1), "acosh": (sympy.acosh, 1, 1), "atanh": (sympy.atanh, 1, 1),
-    "abs": (sympy.Abs, 1, 1), "Abs": (sympy.Abs, 1, 1), "sign": (sympy.sign, 1, 1),
-    "floor": (sympy.floor, 1, 1), "ceil": (sympy.ceiling, 1, 1), "ceiling": (sympy.ceiling, 1, 1),
-    "min": (sympy.Min, 1, None), "Min": (sympy.Min, 1, None),
-    "max": (sympy.Max, 1, None), "Max": (sympy.Max, 1, None),
-    "heaviside": (sympy.Heaviside, 1, 2), "Heaviside": (sympy.Heaviside, 1, 2),
-    "where": (_where, 3, 3),
-}
-#: Names a problem file may not use for its own variables, parameters or expressions.
-RESERVED_NAMES = frozenset(FUNCTIONS) | frozenset(CONSTANTS) | {_INF}
 
 _RELATIONS = {ast.Lt: sympy.Lt, ast.LtE: sympy.Le, ast.Gt: sympy.Gt, ast.GtE: sympy.Ge,
               ast.Eq: sympy.Eq}
@@ -256,7 +223,7 @@ class Builder:
             return self.names[name]
         if name in CONSTANTS:
             return CONSTANTS[name]
-        if name == _INF:
+        if name == INF:
             if self.allow_inf:
                 return sympy.oo
             self.fail("'inf' is only allowed in variable bounds", node)
@@ -310,7 +277,7 @@ class Builder:
             return self._chain(node, family)
         left, right = self.build(node.left, "expr"), self.build(node.right, "expr")
         if isinstance(node.op, ast.Pow):
-            return self._apply(node, self._power, left, right)
+            return self._apply(node, self.power, left, right)
         if right == 0:
             self.fail("division by zero" if isinstance(node.op, ast.FloorDiv) else "modulo by zero",
                       at=self._after(node.left))
@@ -331,11 +298,13 @@ class Builder:
                           f"{self.budget.total} per problem)", node)
         return value
 
-    def _power(self, base: sympy.Expr, exponent: sympy.Expr) -> sympy.Expr:
+    def power(self, base: sympy.Expr, exponent: sympy.Expr) -> sympy.Expr:
+        """``base ** exponent``, after the size guard."""
         _numeric.guard_power(base, exponent, self.budget.is_constant)
         return base ** exponent
 
-    def _exp(self, argument: sympy.Expr) -> sympy.Expr:
+    def exp(self, argument: sympy.Expr) -> sympy.Expr:
+        """``exp(argument)``, after the size guard."""
         _numeric.guard_exp(argument, self.budget.is_constant)
         return sympy.exp(argument)
 
@@ -357,7 +326,7 @@ class Builder:
             if isinstance(op_node.op, ast.Div):
                 if factor == 0:
                     self.fail("division by zero", at=self._after(op_node.left))
-                factor = self._apply(op_node, self._power, factor, sympy.S.NegativeOne)
+                factor = self._apply(op_node, self.power, factor, sympy.S.NegativeOne)
             value = self._apply(op_node, lambda a=value, b=factor: a * b)
         return value
 
@@ -369,11 +338,7 @@ class Builder:
                     self.build(node.args[2], "expr")]
         else:
             args = [self.build(arg, "expr") for arg in node.args]
-        if name == "sqrt":
-            return self._apply(node, self._power, args[0], sympy.S.Half)
-        if name == "exp":
-            return self._apply(node, self._exp, args[0])
-        return self._apply(node, fn, *args)
+        return self._apply(node, fn, self, *args)
 
     def _boolean(self, node: ast.AST) -> sympy.Basic:
         if isinstance(node, ast.UnaryOp):

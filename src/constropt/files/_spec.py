@@ -13,10 +13,12 @@ from typing import Any
 import sympy
 
 from constropt._errors import ParseError
+from constropt.problem._problem import Problem
 
 from ._ast import build_constant, build_constraint, build_expression
 from ._brief import brief
-from ._builder import RESERVED_NAMES, suggest
+from ._builder import suggest
+from ._names import RESERVED_NAMES
 from ._numeric import MAX_NUMBER_BITS, SizeBudget
 from ._readers import MAX_FILE_BYTES, read_toml, read_yaml
 
@@ -92,8 +94,6 @@ class ProblemSpec:
             maximize=..., parameters=...)``. ``options`` is not applied; pass it
             to the solver, e.g. ``constropt.solve(problem, **spec.options)``.
         """
-        from ..problem._problem import Problem  # lazy: sympy-heavy, and not always needed
-
         return Problem(self.objective, self.constraints, variables=self.variables,
                        bounds=self.bounds, maximize=self.maximize,
                        parameters=self.parameters or None)

@@ -20,15 +20,15 @@ import linecache
 import re
 
 from . import _rt_numpy
-from ._graph import Graph
+from ._graph import MULTI, Graph
 
 __all__ = ["emit_function", "compile_source"]
 
 _ATOM, _UNARY, _MUL, _ADD = 100, 80, 60, 50
 _LABEL_CHARS = 40  # the longest user name echoed in a comment
-_CALLS = {"atan2": "atan2", "mod": "mod", "min": "minimum", "max": "maximum",
-          "heaviside": "heaviside", "div": "div", "pow": "pow", "viol_le": "viol_le",
-          "viol_lt": "viol_lt", "recip": "recip", "minkey": "minimize_key"}
+_CALLS = {"div": "div", "pow": "pow", "viol_le": "viol_le", "viol_lt": "viol_lt",
+          "recip": "recip", "minkey": "minimize_key",
+          **{op: f.runtime_name for op, f in MULTI.items()}}
 _INFIX = {"and": " & ", "or": " | ", "xor": " ^ "}
 _LONG = 88
 _CHUNK = 32  # most terms of one n-ary operation in one generated expression

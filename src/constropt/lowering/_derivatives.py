@@ -17,6 +17,7 @@ branches finite, so they never poison live lanes.
 
 from __future__ import annotations
 
+import numpy as np
 import sympy as sp
 
 from .._errors import UnsupportedExpressionError
@@ -48,8 +49,8 @@ def _step_form(expr):
 
 
 #: Most arguments of a ``Min``/``Max`` differentiated symbolically: sympy writes the
-#: derivative of each argument with a ``Min`` of all the others (quadratic size; 27
-#: arguments took 4 s, 729 took 90 s), where autograd costs one backward pass.
+#: derivative of each argument with a ``Min`` of all the others (quadratic in size and
+#: time), where autograd costs one backward pass.
 MAX_MINMAX_ARGS = 8
 
 
@@ -98,7 +99,7 @@ def gradient_runtime(rt) -> dict:
     ``0 * nan`` on a live input (a product's backward multiplies by the other factor's
     value).  Only gradients come from this namespace; values come from the real one.
     """
-    import torch
+    import torch  # lazy: the NumPy path never imports torch
 
     def finite(fn):
         def wrapped(*args):
@@ -126,8 +127,7 @@ def autograd_derivatives(leaves_fn, grad_leaves_fn, numpy: bool):
     and returns NumPy arrays and works in float64; otherwise it works on the tensors'
     device in ``P.dtype``.
     """
-    import numpy as np
-    import torch
+    import torch  # lazy: the NumPy path never imports torch
 
     def derivatives(X, P):
         if numpy:

@@ -10,7 +10,8 @@ value), so one pass gives the whole gradient and Jacobian without torch.
 The semantics are those of the autograd route it replaces: ``where`` selects the tangent
 of the branch taken (a dead branch never reaches a live lane), piecewise-constant
 functions (``floor``, ``ceiling``, ``sign``, ``Heaviside``, the quotient of ``Mod``)
-have derivative 0, and a gradient is NaN wherever its value is NaN.  Memory is
+have derivative 0, and a gradient is NaN wherever its value is NaN.  The derivatives of
+the table's functions are their rows' ``derivative``, evaluated here on arrays.  Memory is
 ``N`` times that of one evaluation: meant for the polish and repair, which
 differentiate a handful of points.
 """
@@ -18,10 +19,13 @@ differentiate a handful of points.
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 
 from . import _rt_numpy as rt
+from ._codegen import compile_source
+from ._functions import NODE_FUNCTIONS
 
 __all__ = ["forward_derivatives"]
 
@@ -137,31 +141,43 @@ def _lin(v, *terms):
 
 
 # -- the runtime namespace -------------------------------------------------------------
-def _unary(name, slope):
-    f = getattr(rt, name)
-
-    def fn(a):
-        v = f(_v(a))
-        return _chain(a, v, slope(_v(a), v)) if isinstance(a, Dual) else v
-    return fn
+#: The algebra a row's ``derivative`` is written in, on NumPy arrays: the runtime's
+#: functions (``powi`` is repeated multiplication), NumPy's ``where`` and ``zeros_like``.
+_K = SimpleNamespace(**{**{k: getattr(rt, k) for k in dir(rt) if not k.startswith("_")},
+                        "where": np.where, "zeros_like": np.zeros_like})
 
 
-def _rs(x):
-    return rt.rsqrt(x)
+def _unary(f):
+    fn = getattr(rt, f.runtime_name)
+    if f.derivative is None:  # a test (isnan): no tangent
+        return lambda a: fn(_v(a))
+
+    def unary(a):
+        v = fn(_v(a))
+        return _chain(a, v, f.derivative(a.v, v, _K)) if isinstance(a, Dual) else v
+    return unary
 
 
-_SLOPES = {
-    "exp": lambda a, v: v, "log": lambda a, v: rt.recip(a), "sqrt": lambda a, v: 0.5 / v,
-    "rsqrt": lambda a, v: -0.5 * v * v * v, "recip": lambda a, v: -v * v,
-    "sin": lambda a, v: np.cos(a), "cos": lambda a, v: -np.sin(a),
-    "tan": lambda a, v: 1.0 + v * v, "atan": lambda a, v: 1.0 / (1.0 + a * a),
-    "sinh": lambda a, v: np.cosh(a), "cosh": lambda a, v: np.sinh(a),
-    "tanh": lambda a, v: 1.0 - v * v, "asinh": lambda a, v: _rs(a * a + 1.0),
-    "asin": lambda a, v: _rs(1.0 - a * a), "acos": lambda a, v: -_rs(1.0 - a * a),
-    "acosh": lambda a, v: _rs(a * a - 1.0), "atanh": lambda a, v: 1.0 / (1.0 - a * a),
-    "abs": lambda a, v: np.sign(a), "floor": lambda a, v: np.zeros_like(v),
-    "ceil": lambda a, v: np.zeros_like(v), "sign": lambda a, v: np.zeros_like(v),
-}
+def _several(f):
+    fn = getattr(rt, f.runtime_name)
+    if f.choose is not None:  # Min/Max: the tangent of the argument chosen
+        def chosen(a, b):
+            av, bv = _v(a), _v(b)
+            return where(f.choose(av, bv), a, b) if isinstance(a, Dual) or \
+                isinstance(b, Dual) else fn(av, bv)
+        return chosen
+
+    def several(*args):
+        vals = [_v(a) for a in args]
+        v = fn(*vals)
+        parts = f.derivative(*vals, v, _K)
+        return _lin(v, *((p, a) for p, a in zip(parts, args) if p is not None))
+    return several
+
+
+def _recip(a):
+    v = rt.recip(_v(a))
+    return _chain(a, v, -v * v) if isinstance(a, Dual) else v
 
 
 def powi(a, n: int):
@@ -190,22 +206,6 @@ def div(a, b):
     return _lin(v, (rt.recip(bv), a), (-v * rt.recip(bv), b))
 
 
-def atan2(y, x):
-    yv, xv = _v(y), _v(x)
-    r2 = rt.recip(xv * xv + yv * yv)
-    return _lin(rt.atan2(yv, xv), (xv * r2, y), (-yv * r2, x))
-
-
-def mod(a, b):
-    av, bv = _v(a), _v(b)
-    return _lin(rt.mod(av, bv), (1.0, a), (-np.floor(rt.div(av, bv)), b))
-
-
-def heaviside(a, h0):
-    av = _v(a)
-    return _lin(rt.heaviside(av, _v(h0)), (np.where(av == 0, 1.0, 0.0), h0))
-
-
 def where(c, a, b, dtype=None):
     v = rt.where(c, _v(a), _v(b), dtype)
     if not (isinstance(a, Dual) or isinstance(b, Dual)):
@@ -214,18 +214,6 @@ def where(c, a, b, dtype=None):
     da = _align(a.d, n) if isinstance(a, Dual) else 0.0
     db = _align(b.d, n) if isinstance(b, Dual) else 0.0
     return Dual(v, np.where(c, da, db))
-
-
-def minimum(a, b):
-    av, bv = _v(a), _v(b)
-    return where(av <= bv, a, b) if isinstance(a, Dual) or isinstance(b, Dual) \
-        else rt.minimum(av, bv)
-
-
-def maximum(a, b):
-    av, bv = _v(a), _v(b)
-    return where(av >= bv, a, b) if isinstance(a, Dual) or isinstance(b, Dual) \
-        else rt.maximum(av, bv)
 
 
 def cast(block, dtype):
@@ -288,10 +276,6 @@ def grid(X, base: int, axes, D: int, dtype):
     return Dual(X.v[idx].astype(dtype, copy=False), X.d[:, idx])
 
 
-def isnan(a):
-    return rt.isnan(_v(a))
-
-
 def out(v, X, dtype):
     val = rt.out(_v(v), _v(X), dtype)
     N = X.d.shape[0]
@@ -309,19 +293,18 @@ def stack(items, X, dtype):
 
 def _namespace() -> dict:
     ns = {k: getattr(rt, k) for k in dir(rt) if not k.startswith("_")}
-    for name, slope in _SLOPES.items():
-        ns[name] = _unary(name, slope)
-    for f in (powi, powf, pow, div, atan2, mod, heaviside, where, minimum, maximum, cast,
-              rsum, rprod, bsum, index, lift, grid, isnan, out, stack):
-        ns[f.__name__] = f
+    for f in NODE_FUNCTIONS:
+        ns[f.runtime_name] = _unary(f) if f.arity == 1 else _several(f)
+    ns["recip"] = _recip
+    for fn in (powi, powf, pow, div, where, cast, rsum, rprod, bsum, index, lift, grid,
+               out, stack):
+        ns[fn.__name__] = fn
     return ns
 
 
 def forward_derivatives(source: str):
     """``derivatives(X, P) -> (grad, jac)`` (NumPy, float64) by forward mode through the
     ``leaves`` function of the generated ``source`` (see the module docstring)."""
-    from ._codegen import compile_source
-
     leaves = compile_source(source, _namespace(), "numpy-forward")["leaves"]
 
     def derivatives(X, P):

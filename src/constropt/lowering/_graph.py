@@ -11,8 +11,10 @@ Inside ``Sum`` bodies nodes carry summation axes: the active indices form a stac
 ``D`` axes, and a node that varies along any of them has ``D`` leading axes (size 1
 where it does not vary) in front of the batch axes; see :mod:`._sums`.
 
-The builder is a dispatch table from sympy classes to rules, as sympy's printers are;
-a class without a rule raises :class:`~constropt.UnsupportedExpressionError` naming it.
+The builder is a dispatch table from sympy classes to rules, as sympy's printers are:
+arithmetic, ``Piecewise`` and logic here, every function from its row of the function
+table (:mod:`._functions`); a class without a rule raises
+:class:`~constropt.UnsupportedExpressionError` naming it.
 """
 
 from __future__ import annotations
@@ -27,37 +29,33 @@ from sympy.logic.boolalg import BooleanFalse, BooleanTrue
 
 from .._errors import ProblemError, UnsupportedExpressionError
 from . import _rt_numpy
+from ._functions import FUNCTIONS, NODE_FUNCTIONS, SYMPY_CLASSES
 
 __all__ = ["Graph", "Layout", "Block", "RULES", "OPERANDS", "SUPPORTED", "product",
            "int_power", "balanced"]
 
-UNARY = {
-    sp.exp: "exp", sp.sin: "sin", sp.cos: "cos", sp.tan: "tan", sp.atan: "atan",
-    sp.sinh: "sinh", sp.cosh: "cosh", sp.tanh: "tanh", sp.asinh: "asinh",
-    sp.Abs: "abs", sp.floor: "floor", sp.ceiling: "ceil", sp.sign: "sign",
-    sp.asin: "asin", sp.acos: "acos", sp.acosh: "acosh", sp.atanh: "atanh",
-    sp.log: "log",
-}
 CMP = {sp.StrictLessThan: "<", sp.LessThan: "<=", sp.StrictGreaterThan: ">",
        sp.GreaterThan: ">=", sp.Equality: "==", sp.Unequality: "!="}
-SUPPORTED = ("arithmetic, powers, sqrt, exp, log, trigonometric, inverse trigonometric and "
-             "hyperbolic functions, Abs, sign, floor, ceiling, frac, Mod, Min, Max, "
-             "Piecewise, Heaviside, re, im, Sum and Product over vector variables, "
-             "And/Or/Not/Xor of relationals")
+SUPPORTED = ("arithmetic, powers, sqrt, " + ", ".join(c.__name__ for c in SYMPY_CLASSES)
+             + ", Piecewise, Sum and Product over vector variables, And/Or/Not/Xor of "
+             "relationals")
 
 _LEAVES = ("const", "nan", "true", "false", "var", "param", "index", "slice", "grid", "bsum")
 #: op -> positions (in the node tuple) of operands that are node ids; default: all.
 OPERANDS = {op: () for op in _LEAVES}
 OPERANDS.update({"powi": (1,), "powf": (1,), "fn": (2,), "cmp": (2, 3), "sum": (1,),
                  "prod": (1,)})
+#: The table's functions of one argument (``("fn", name, a)``) and of several
+#: (``(name, a, b)``), by name.
+FN = {f.name: f for f in NODE_FUNCTIONS if f.arity == 1}
+MULTI = {f.name: f for f in NODE_FUNCTIONS if f.arity != 1}
 #: ops whose result is never NaN when no operand is (overflow aside); see ``may_nan``.
-_TOTAL = {"add", "mul", "neg", "powi", "min", "max", "cmp", "and", "or", "not", "xor",
-          "where", "heaviside", "sum", "prod", "const", "true", "false", "var", "param",
-          "index", "slice", "grid", "bsum"}
-_TOTAL_FN = {"exp", "sin", "cos", "tan", "atan", "sinh", "cosh", "tanh", "asinh", "abs",
-             "floor", "ceil", "sign", "isnan"}
-_FOLD = {"div": "div", "pow": "pow", "atan2": "atan2", "mod": "mod", "min": "minimum",
-         "max": "maximum", "heaviside": "heaviside", "recip": "recip", "minkey": "minimize_key"}
+_TOTAL = {"add", "mul", "neg", "powi", "cmp", "and", "or", "not", "xor", "where", "sum",
+          "prod", "const", "true", "false", "var", "param", "index", "slice", "grid",
+          "bsum"} | {op for op, f in MULTI.items() if f.total}
+#: ops folded by the NumPy runtime's function of that name.
+_FOLD = {"div": "div", "pow": "pow", "recip": "recip", "minkey": "minimize_key",
+         **{op: f.runtime_name for op, f in MULTI.items()}}
 _CMP = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
         "==": np.equal, "!=": np.not_equal}
 
@@ -126,7 +124,7 @@ class Graph:
         if axes is None:
             axes = frozenset().union(*(self._axes[a] for a in opnds))
         self._axes.append(axes)
-        total = op in _TOTAL or (op == "fn" and key[1] in _TOTAL_FN)
+        total = op in _TOTAL or (op == "fn" and FN[key[1]].total)
         self._nan.append(not total or any(self._nan[a] for a in opnds))
         return nid
 
@@ -166,8 +164,6 @@ class Graph:
                 return self.node("true" if r else "false")
             if op == "cmp":
                 return self.node("true" if _CMP[key[1]](f[0], f[1]) else "false")
-            if op == "fn" and key[1] == "isnan":
-                return self.node("true" if math.isnan(v[0]) else "false")
             if op == "add":
                 r = sum(f)
             elif op == "mul":
@@ -179,9 +175,11 @@ class Graph:
             elif op == "powf":
                 r = _rt_numpy.powf(f[0], key[2])
             elif op == "fn":
-                r = getattr(_rt_numpy, key[1])(f[0])
+                r = getattr(_rt_numpy, FN[key[1]].runtime_name)(f[0])
             else:
                 r = getattr(_rt_numpy, _FOLD[op])(*f)
+        if isinstance(r, (bool, np.bool_)):  # a test (isnan)
+            return self.node("true" if r else "false")
         return self.const(float(r))
 
     # -- sympy -> nodes ------------------------------------------------------------
@@ -339,17 +337,19 @@ def _pow(g: Graph, e) -> int:
     return g.node("pow", g.lower(base), g.lower(ex))
 
 
-def _func(g: Graph, e) -> int:
-    cls = type(e) if type(e) in UNARY else next(c for c in UNARY if isinstance(e, c))
-    if len(e.args) != 1:
-        raise UnsupportedExpressionError(f"constropt cannot lower {type(e).__name__} with "
-                                         f"{len(e.args)} arguments (in {e})")
-    return g.node("fn", UNARY[cls], g.lower(e.args[0]))
-
-
-def _binary(op: str):
+def _table_rule(f):
+    """The rule of a row of the function table: its node (``("fn", name, a)`` for one
+    argument, a balanced tree of pairs for any number) or its ``lower``."""
     def rule(g: Graph, e) -> int:
-        return g.node(op, g.lower(e.args[0]), g.lower(e.args[1]))
+        if f.arity == 1 and len(e.args) != 1:
+            raise UnsupportedExpressionError(f"constropt cannot lower {type(e).__name__} "
+                                             f"with {len(e.args)} arguments (in {e})")
+        args = [g.lower(a) for a in e.args]
+        if f.lower is not None:
+            return f.lower(g, *args)
+        if f.arity is None:
+            return balanced(g, f.name, args)
+        return g.node("fn", f.name, *args) if f.arity == 1 else g.node(f.name, *args)
     return rule
 
 
@@ -360,36 +360,6 @@ def balanced(g: Graph, op: str, args: list) -> int:
         pairs = [g.node(op, a, b) for a, b in zip(args[0::2], args[1::2])]
         args = pairs + args[len(pairs) * 2:]
     return args[0]
-
-
-def _fold(op: str):
-    def rule(g: Graph, e) -> int:
-        return balanced(g, op, [g.lower(a) for a in e.args])
-    return rule
-
-
-def _reciprocal(fn: str):
-    def rule(g: Graph, e) -> int:  # cot, sec, csc: 1 / tan, cos, sin
-        return g.node("recip", g.node("fn", fn, g.lower(e.args[0])))
-    return rule
-
-
-def _frac(g: Graph, e) -> int:
-    a = g.lower(e.args[0])
-    return g.node("add", a, g.node("neg", g.node("fn", "floor", a)))
-
-
-def _real_part(g: Graph, e) -> int:  # every value the lowering handles is real
-    return g.lower(e.args[0])
-
-
-def _imaginary_part(g: Graph, e) -> int:  # 0, NaN where the argument is undefined
-    return g.node("mul", g.const(0.0), g.lower(e.args[0]))
-
-
-def _heaviside(g: Graph, e) -> int:
-    h0 = e.args[1] if len(e.args) > 1 else sp.Rational(1, 2)
-    return g.node("heaviside", g.lower(e.args[0]), g.lower(h0))
 
 
 def _undefined_if_nan(g: Graph, cond: int) -> int | None:
@@ -435,17 +405,12 @@ def _xor(g: Graph, e) -> int:
     return balanced(g, "xor", [g.lower(a) for a in e.args])
 
 
-RULES: dict = {
-    sp.Add: _add, sp.Mul: _mul, sp.Pow: _pow,
-    sp.atan2: _binary("atan2"), sp.Mod: _binary("mod"),
-    sp.Min: _fold("min"), sp.Max: _fold("max"),
-    sp.Heaviside: _heaviside, sp.Piecewise: _piecewise, sp.frac: _frac,
-    sp.re: _real_part, sp.conjugate: _real_part, sp.im: _imaginary_part,
-    sp.cot: _reciprocal("tan"), sp.sec: _reciprocal("cos"), sp.csc: _reciprocal("sin"),
-    sp.And: _logic("and"), sp.Or: _logic("or"), sp.Not: _logic("not"), sp.Xor: _xor,
-}
-for _cls in UNARY:
-    RULES[_cls] = _func
+RULES: dict = {sp.Add: _add, sp.Mul: _mul, sp.Pow: _pow}
+for _f in FUNCTIONS:
+    for _cls in _f.sympy:
+        RULES[_cls] = _table_rule(_f)
+RULES.update({sp.Piecewise: _piecewise, sp.And: _logic("and"), sp.Or: _logic("or"),
+              sp.Not: _logic("not"), sp.Xor: _xor})
 for _cls in CMP:
     RULES[_cls] = _relational
 #: Classes whose rule lowers ``e.args`` in the enclosing context (entered iteratively).

@@ -2,17 +2,18 @@
 
 :class:`IntervalProgram` evaluates the nodes of a :class:`~._graph.Graph` (the same
 hash-consed graph the point code is generated from) with the inclusion functions of
-:mod:`._rt_interval`, in topological order: one loop over node ids, no recursion, so
+:mod:`._rt_interval` and of the function table's rows (:mod:`._interval_rules`), in
+topological order: one loop over node ids, no recursion, so
 expression depth is unlimited.  Boxes are given as ``lo, hi`` tensors of shape
 ``(N, B)`` (variable-major, like the point population); every node's enclosure has the
 batch shape ``(B,)`` (with leading summation axes inside ``Sum`` bodies).
 
 :meth:`IntervalProgram.contract` is forward-backward bound propagation (HC4-revise):
 a forward pass, then targets on constraint roots pushed back to the variables through
-the operations whose inverse is known.  A target is pushed only along *strict* paths
-(every operation on the way returns NaN when an operand is NaN), so at every feasible
-point of the box the node on such a path is a real number inside its target; the dead
-branches of ``Piecewise`` never receive targets.
+the operations whose inverse is known (for functions, their rows' ``inverse``).  A
+target is pushed only along *strict* paths (every operation on the way returns NaN when
+an operand is NaN), so at every feasible point of the box the node on such a path is a
+real number inside its target; the dead branches of ``Piecewise`` never receive targets.
 
 :class:`~._interval_model.IntervalModel` lowers a problem's objective, constraint leaves
 and gradients into one graph and one program.
@@ -21,29 +22,30 @@ and gradients into one graph and one program.
 from __future__ import annotations
 
 import math
+from functools import partial
 
+from . import _interval_rules as rules
 from . import _rt_interval as ri
 from . import _rt_interval_logic as rl
-from ._graph import Graph
+from ._graph import FN, MULTI, Graph
 from ._interval_ops import ops
+from ._interval_rules import even_preimage
 from ._rt_interval import Bv, Iv
 
 __all__ = ["IntervalProgram", "reachable"]
 
 inf = math.inf
-_BINARY = {"div": ri.div, "pow": ri.pow, "atan2": rl.atan2, "mod": rl.mod,
-           "min": rl.minimum, "max": rl.maximum, "heaviside": rl.heaviside}
-_FN = {k: getattr(ri, k) for k in (
-    "exp", "sin", "cos", "tan", "atan", "sinh", "cosh", "tanh", "asinh", "abs", "floor",
-    "ceil", "sign", "asin", "acos", "acosh", "atanh", "log", "sqrt", "rsqrt")}
+#: The inclusion functions of the table's rows (one argument, several), by name.
+_FN = {name: partial(f.interval, rules, f) for name, f in FN.items()}
+_BINARY = {"div": ri.div, "pow": rules.pow,
+           **{op: partial(f.interval, rules, f) for op, f in MULTI.items()}}
 #: ops whose value is NaN whenever an operand is (targets may pass through them).
-_STRICT = {"add", "mul", "neg", "div", "recip", "powi", "powf", "fn", "atan2", "mod",
-           "min", "max", "sum", "prod"}
-#: Operations a smooth mean-value form may go through (no jumps, no Piecewise).
+_STRICT = {"add", "mul", "neg", "div", "recip", "powi", "powf", "fn", "sum", "prod"} | {
+    op for op, f in MULTI.items() if f.strict}
+#: Operations a smooth mean-value form may go through (no jumps, no Piecewise); a
+#: function only when its row is smooth.
 SMOOTH = {"const", "var", "param", "add", "mul", "neg", "div", "recip", "powi", "powf",
           "fn", "index", "slice", "grid", "bsum", "sum", "prod"}
-SMOOTH_FN = {"exp", "sin", "cos", "tan", "atan", "sinh", "cosh", "tanh", "asinh", "log",
-             "sqrt", "rsqrt", "asin", "acos", "acosh", "atanh", "abs"}
 
 
 def reachable(graph: Graph, roots) -> list[int]:
@@ -72,7 +74,7 @@ class IntervalProgram:
         mean-value form over its exact derivative encloses it)."""
         for n in reachable(self.graph, [node]):
             key = self.graph.nodes[n]
-            if key[0] not in SMOOTH or (key[0] == "fn" and key[1] not in SMOOTH_FN):
+            if key[0] not in SMOOTH or (key[0] == "fn" and not FN[key[1]].smooth):
                 return False
             if key[0] == "powf" and 0 < key[2] < 1:
                 return False  # unbounded derivative at 0
@@ -143,8 +145,6 @@ class IntervalProgram:
         if op == "powf":
             return ri.powf(v[key[1]], key[2])
         if op == "fn":
-            if key[1] == "isnan":
-                return rl.isnan(v[key[2]])
             return _FN[key[1]](v[key[2]])
         if op in _BINARY:
             return _BINARY[op](v[key[1]], v[key[2]])
@@ -270,16 +270,12 @@ class IntervalProgram:
                 push(args[0], _inv_powi(t, key[2], av[0]))
             elif op == "powf":
                 push(args[0], _inv_powf(t, key[2]))
-            elif op == "fn":
-                inv = _inv_fn(key[1], t, av[0])
-                if inv is not None:
-                    push(args[0], inv)
-            elif op == "min":
-                for a in args:
-                    push(a, Iv(t.lo, xp.full_like(t.lo, inf), t.nan))
-            elif op == "max":
-                for a in args:
-                    push(a, Iv(xp.full_like(t.hi, -inf), t.hi, t.nan))
+            elif op == "fn" or op in MULTI:  # a function of the table: its preimage rule
+                f = FN[key[1]] if op == "fn" else MULTI[op]
+                if f.inverse is not None:
+                    pre = f.inverse(rules, t, *av)
+                    for a, p in zip(args, (pre,) if f.arity == 1 else pre):
+                        push(a, p)
         return new_lo, new_hi, empty
 
 
@@ -342,17 +338,6 @@ def _root(v, k: float, up: bool):
     return ri.wup(r) if up else xp.clamp(ri.wdown(r), min=0.0)
 
 
-def _even_preimage(t: Iv, cur: Iv, inner_lo, inner_hi) -> Iv:
-    """``[-hi, -lo] U [lo, hi]`` intersected with ``cur``, as one interval."""
-    xp = ops(cur.lo)
-    nlo, nhi = xp.maximum(-inner_hi, cur.lo), xp.minimum(-inner_lo, cur.hi)
-    plo, phi = xp.maximum(inner_lo, cur.lo), xp.minimum(inner_hi, cur.hi)
-    neg_ok, pos_ok = nlo <= nhi, plo <= phi
-    lo = xp.where(neg_ok, nlo, xp.where(pos_ok, plo, inf))
-    hi = xp.where(pos_ok, phi, xp.where(neg_ok, nhi, -inf))
-    return Iv(lo, hi, cur.nan)
-
-
 def _inv_powi(t: Iv, n: int, cur: Iv) -> Iv:
     xp = ops(t.lo)
     if n % 2:
@@ -361,7 +346,7 @@ def _inv_powi(t: Iv, n: int, cur: Iv) -> Iv:
         return Iv(lo, hi, t.nan)
     ilo = xp.where(t.lo > 0, _root(t.lo, n, False), 0.0)
     ihi = xp.where(t.hi >= 0, _root(t.hi, n, True), -inf)
-    return _even_preimage(t, cur, ilo, ihi)
+    return even_preimage(cur, ilo, ihi)
 
 
 def _inv_powf(t: Iv, e: float) -> Iv:
@@ -372,47 +357,3 @@ def _inv_powf(t: Iv, e: float) -> Iv:
     if e > 0:
         return Iv(a, xp.where(t.hi < 0, -inf, b), t.nan)
     return Iv(xp.where(t.hi <= 0, inf, b), a, t.nan)
-
-
-def _inv_fn(name: str, t: Iv, cur: Iv):
-    xp = ops(t.lo)
-    tt = Iv(t.lo, t.hi, xp.false_like(t.lo))
-    if name == "sqrt":
-        return ri.powi(Iv(xp.clamp(t.lo, min=0.0), t.hi, tt.nan), 2)
-    if name == "exp":
-        r = ri.log(tt)
-        return Iv(xp.where(t.lo <= 0, -inf, r.lo), r.hi, t.nan)
-    if name == "log":
-        return ri.exp(tt)
-    if name == "sinh":
-        return ri.asinh(tt)
-    if name == "asinh":
-        return ri.sinh(tt)
-    if name == "tanh":
-        r = ri.atanh(tt)
-        return Iv(xp.where(t.lo <= -1, -inf, r.lo), xp.where(t.hi >= 1, inf, r.hi), t.nan)
-    if name == "atan":
-        half = math.pi / 2 * (1 - 1e-15)
-        r = ri.tan(Iv(xp.clamp(t.lo, min=-half), xp.clamp(t.hi, max=half), tt.nan))
-        return Iv(xp.where(t.lo <= -half, -inf, r.lo), xp.where(t.hi >= half, inf, r.hi),
-                  t.nan)
-    if name in ("sin", "cos"):
-        # invert only on one monotone piece: sin on [-pi/2, pi/2], cos on [0, pi]
-        half = math.pi / 2  # the floats pi/2 and pi are below the true values
-        lo_ok, hi_ok = (-half, half) if name == "sin" else (0.0, math.pi)
-        inside = (cur.lo >= lo_ok) & (cur.hi <= hi_ok)
-        tc = Iv(xp.clamp(t.lo, min=-1.0, max=1.0), xp.clamp(t.hi, min=-1.0, max=1.0),
-                tt.nan)
-        r = ri.asin(tc) if name == "sin" else ri.acos(tc)
-        empty = (t.lo > 1) | (t.hi < -1)
-        lo = xp.where(inside, xp.where(empty, inf, r.lo), -inf)
-        hi = xp.where(inside, xp.where(empty, -inf, r.hi), inf)
-        return Iv(lo, hi, t.nan)
-    if name == "abs":
-        return _even_preimage(t, cur, xp.clamp(t.lo, min=0.0), t.hi)
-    if name == "cosh":
-        r = ri.acosh(Iv(xp.clamp(t.lo, min=1.0), xp.clamp(t.hi, min=1.0), tt.nan))
-        ilo = xp.where(t.lo > 1, r.lo, 0.0)
-        ihi = xp.where(t.hi >= 1, r.hi, -inf)
-        return _even_preimage(t, cur, xp.clamp(ilo, min=0.0), ihi)
-    return None

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import math
 
+import sympy as sp
+
 from . import _rt_interval as ri
-from ._graph import Graph, Layout
+from ._graph import FN, Graph, Layout
 from ._interval import IntervalProgram, reachable
 from ._interval_ops import ops
 from ._rt_interval import Iv
@@ -50,7 +52,7 @@ class IntervalModel:
 
     def __init__(self, objective, leaves, layout: Layout, gradient: bool = False):
         n_lam = len(leaves) if gradient else 0
-        lams = tuple(_sp().Dummy(f"lam{i}") for i in range(n_lam))
+        lams = tuple(sp.Dummy(f"lam{i}") for i in range(n_lam))
         g = Graph(Layout(layout.blocks, tuple(layout.parameters) + lams))
         self.n_params = len(layout.parameters)
         self.f = None if objective is None else g.lower(objective)
@@ -196,7 +198,7 @@ def graph_gradient(g: Graph, root: int, nvar: int):
             return g.const(0.0)
         return xs[0] if len(xs) == 1 else g.node("mul", *xs) if xs else g.const(1.0)
 
-    one = g.const(1.0)
+    g.const(1.0)  # the node of 1 before the derivatives' nodes, which use it
     for n in reversed(order):
         a_n = adj.get(n)
         if a_n is None:
@@ -228,7 +230,7 @@ def graph_gradient(g: Graph, root: int, nvar: int):
             e = key[2]
             acc(args[0], mul(g.const(e), a_n, g.node("powf", args[0], e - 1.0)))
         elif op == "fn":
-            d = _fn_derivative(g, key[1], args[0], n, one)
+            d = _fn_derivative(g, key[1], args[0], n)
             if d is None:
                 return None
             acc(args[0], mul(a_n, d))
@@ -238,50 +240,79 @@ def graph_gradient(g: Graph, root: int, nvar: int):
                  else g.const(0.0) for k in range(nvar))
 
 
-def _fn_derivative(g: Graph, name: str, a: int, n: int, one: int):
-    """``d fn(a) / da`` as a node (``n`` is the node ``fn(a)`` itself)."""
-    sq = g.node("powi", a, 2)
-    if name == "exp":
-        return n
-    if name == "log":
-        return g.node("recip", a)
-    if name == "sqrt":
-        return g.node("recip", g.node("mul", g.const(2.0), n))
-    if name == "rsqrt":
-        return g.node("mul", g.const(-0.5), g.node("powi", n, 3))
-    if name == "sin":
-        return g.node("fn", "cos", a)
-    if name == "cos":
-        return g.node("neg", g.node("fn", "sin", a))
-    if name == "tan":
-        return g.node("add", one, g.node("powi", n, 2))
-    if name == "atan":
-        return g.node("recip", g.node("add", one, sq))
-    if name == "sinh":
-        return g.node("fn", "cosh", a)
-    if name == "cosh":
-        return g.node("fn", "sinh", a)
-    if name == "tanh":
-        return g.node("add", one, g.node("neg", g.node("powi", n, 2)))
-    if name == "asinh":
-        return g.node("fn", "rsqrt", g.node("add", sq, one))
-    if name == "acosh":
-        return g.node("fn", "rsqrt", g.node("add", sq, g.const(-1.0)))
-    if name == "atanh":
-        return g.node("recip", g.node("add", one, g.node("neg", sq)))
-    if name == "asin":
-        return g.node("fn", "rsqrt", g.node("add", one, g.node("neg", sq)))
-    if name == "acos":
-        return g.node("neg", g.node("fn", "rsqrt", g.node("add", one, g.node("neg", sq))))
-    if name == "abs":
-        return g.node("fn", "sign", a)
-    return None
+def _fn_derivative(g: Graph, name: str, a: int, n: int):
+    """``d fn(a) / da`` as a node (``n`` is the node ``fn(a)`` itself): the row's
+    ``derivative`` evaluated on nodes; None for a function that is not smooth."""
+    f = FN[name]
+    if not f.smooth or f.derivative is None:
+        return None
+    return f.derivative(_Node(g, a), _Node(g, n), _Nodes()).id
 
 
-def _sp():
-    import sympy
+class _Node:
+    """A node as a value of the derivative algebra: ``+ - * /`` and ``** k`` build
+    nodes, numbers become ``const`` nodes, ``1 / x`` is ``recip``."""
 
-    return sympy
+    __slots__ = ("g", "id")
+
+    def __init__(self, g: Graph, nid: int):
+        self.g, self.id = g, nid
+
+    def _of(self, v) -> int:
+        return v.id if isinstance(v, _Node) else self.g.const(float(v))
+
+    def new(self, *key) -> _Node:
+        return _Node(self.g, self.g.node(*key))
+
+    def __add__(self, o):
+        return self.new("add", self.id, self._of(o))
+
+    def __radd__(self, o):
+        return self.new("add", self._of(o), self.id)
+
+    def __sub__(self, o):
+        if isinstance(o, _Node):
+            return self.new("add", self.id, self.g.node("neg", o.id))
+        return self.new("add", self.id, self.g.const(-float(o)))
+
+    def __rsub__(self, o):
+        return self.new("add", self._of(o), self.g.node("neg", self.id))
+
+    def __mul__(self, o):
+        return self.new("mul", self.id, self._of(o))
+
+    def __rmul__(self, o):
+        return self.new("mul", self._of(o), self.id)
+
+    def __truediv__(self, o):
+        return self.new("div", self.id, self._of(o))
+
+    def __rtruediv__(self, o):
+        if float(o) == 1.0:
+            return self.new("recip", self.id)
+        return self.new("div", self._of(o), self.id)
+
+    def __neg__(self):
+        return self.new("neg", self.id)
+
+    def __pow__(self, k: int):
+        return self.new("powi", self.id, int(k))
+
+
+class _Nodes:
+    """The functions of the derivative algebra on nodes: ``k.cos(x)`` is the node
+    ``("fn", "cos", x)``; ``recip`` and ``powi`` are nodes of their own."""
+
+    @staticmethod
+    def recip(x: _Node) -> _Node:
+        return x.new("recip", x.id)
+
+    @staticmethod
+    def powi(x: _Node, k: int) -> _Node:
+        return x.new("powi", x.id, int(k))
+
+    def __getattr__(self, name):
+        return lambda x: x.new("fn", name, x.id)
 
 
 def box_centre(lo, hi):

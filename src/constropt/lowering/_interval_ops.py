@@ -7,8 +7,10 @@ construction: bound propagation on one box, without importing torch) or torch (t
 vectorized branch-and-bound of ``certify=`` on CPU or CUDA).  The namespace holds the
 native functions themselves (``numpy.where`` / ``torch.where``, ``numpy.nextafter`` /
 ``torch.nextafter``), so dispatch costs one type check per inclusion function and
-nothing per element.  The few spellings that differ between the libraries (``clamp``,
-``rsqrt``, ``expand``, ``select``, dtype limits, device placement) are defined here.
+nothing per element.  The functions of the function table are its rows' array
+functions, unguarded (the inclusion functions clamp their arguments into the domain
+first); the few spellings that differ between the libraries (``clamp``, ``expand``,
+``select``, dtype limits, device placement) are defined here.
 
 NumPy is not asked for the array API's ``nextafter``/``clip`` through
 ``array_api_compat``: its torch wrapper adds Python-level type promotion to every call,
@@ -23,6 +25,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from . import _rt_numpy
+from ._functions import NODE_FUNCTIONS
 
 __all__ = ["ops", "is_torch", "NP"]
 
@@ -52,14 +55,16 @@ def _np_asarray(v, like, dtype=None):
 
 _NP_DT = {"f64": np.float64, "bool": np.bool_}
 
-NP = SimpleNamespace(
+
+def _table(raw_of) -> dict:
+    """The array function of every row of the function table, by the row's name."""
+    return {f.name: raw_of(f) for f in NODE_FUNCTIONS if f.numpy is not None}
+
+
+NP = SimpleNamespace(**{**_table(lambda f: f.numpy), **dict(
     name="numpy",
     where=np.where, minimum=np.minimum, maximum=np.maximum, isnan=np.isnan,
-    isfinite=np.isfinite, abs=np.abs, floor=np.floor, ceil=np.ceil, sign=np.sign,
-    sqrt=np.sqrt, exp=np.exp, log=np.log, sin=np.sin, cos=np.cos, tan=np.tan,
-    atan=np.arctan, sinh=np.sinh, cosh=np.cosh, tanh=np.tanh, asinh=np.arcsinh,
-    asin=np.arcsin, acos=np.arccos, acosh=np.arccosh, atanh=np.arctanh, atan2=np.arctan2,
-    rsqrt=lambda x: 1.0 / np.sqrt(x),  # two roundings: inside the transcendental widening
+    isfinite=np.isfinite,
     clamp=_np_clamp,
     down=lambda x: np.nextafter(x, np.asarray(-inf, dtype=np.result_type(x))),
     up=lambda x: np.nextafter(x, np.asarray(inf, dtype=np.result_type(x))),
@@ -78,7 +83,7 @@ NP = SimpleNamespace(
     stack=lambda ts: np.stack(ts),
     zeros_bool=lambda shape, like: np.zeros(shape, dtype=bool),
     index=_rt_numpy.index, lift=_rt_numpy.lift, grid=_rt_numpy.grid,
-)
+)})
 
 _TORCH = None
 
@@ -90,15 +95,12 @@ def _torch_ops():
 
         from . import _rt_torch
 
-        _TORCH = SimpleNamespace(
+        rows = _table(lambda f: f.torch(torch) if callable(f.torch)
+                      else getattr(torch, f.torch or f.name))
+        _TORCH = SimpleNamespace(**{**rows, **dict(
             name="torch",
             where=torch.where, minimum=torch.minimum, maximum=torch.maximum,
-            isnan=torch.isnan, isfinite=torch.isfinite, abs=torch.abs, floor=torch.floor,
-            ceil=torch.ceil, sign=torch.sign, sqrt=torch.sqrt, exp=torch.exp, log=torch.log,
-            sin=torch.sin, cos=torch.cos, tan=torch.tan, atan=torch.atan, sinh=torch.sinh,
-            cosh=torch.cosh, tanh=torch.tanh, asinh=torch.asinh, asin=torch.asin,
-            acos=torch.acos, acosh=torch.acosh, atanh=torch.atanh, atan2=torch.atan2,
-            rsqrt=torch.rsqrt, clamp=torch.clamp,
+            isnan=torch.isnan, isfinite=torch.isfinite, clamp=torch.clamp,
             down=lambda x: torch.nextafter(x, torch.full_like(x, -inf)),
             up=lambda x: torch.nextafter(x, torch.full_like(x, inf)),
             full_like=torch.full_like,
@@ -120,7 +122,7 @@ def _torch_ops():
             zeros_bool=lambda shape, like: torch.zeros(shape, dtype=torch.bool,
                                                        device=like.device),
             index=_rt_torch.index, lift=_rt_torch.lift, grid=_rt_torch.grid,
-        )
+        )})
     return _TORCH
 
 

@@ -35,6 +35,7 @@ from .._errors import UnsupportedExpressionError
 from . import _rt_numpy, _sums  # noqa: F401 - _sums registers the Sum/Indexed rules
 from ._codegen import compile_source, emit_function
 from ._derivatives import SymbolicDerivative, autograd_derivatives, gradient_runtime
+from ._forward import forward_derivatives
 from ._graph import Graph, Layout
 from ._tree import AllOf, Leaf, leaves
 
@@ -150,7 +151,7 @@ class Lowering:
             mask = fe[0] if len(fe) == 1 else g.node("and", *fe)
             # the NaN guard on the selected value, not inside the select: then inductor's
             # CPU code (row-major, scalar loop) skips the objective of infeasible points
-            # as the experiment's where(mask, f, inf) does (1.8x on example 3)
+            # as the experiment's where(mask, f, inf) does
             death = g.node("minkey", g.node("where", mask, fmin, g.const(float("inf"))))
         else:
             death = g.node("minkey", fmin)
@@ -271,8 +272,6 @@ class Lowering:
                 src = self.derivative_source()
             except UnsupportedExpressionError:
                 if backend != "torch":  # forward mode on NumPy: no torch import
-                    from ._forward import forward_derivatives
-
                     fn = forward_derivatives(self.source)
                     self._namespaces[key] = fn
                     return fn

@@ -1,4 +1,4 @@
-"""Inclusion functions: interval versions of the point runtime's helpers, on NumPy or torch.
+"""Inclusion functions of arithmetic, on NumPy or torch: the conventions of the intervals.
 
 An enclosure is an :class:`Iv` ``(lo, hi, nan)`` of tensors broadcastable to the batch of
 boxes: every value the point semantics (:mod:`._rt_torch`) can give at a point of the
@@ -11,24 +11,21 @@ Rigour (the bounds are enclosures of the *exact real* values, not of the rounded
 
 - ``+ - * /`` are correctly rounded in IEEE 754 on both libraries, so each computed
   endpoint is moved outward by one ulp (``numpy.nextafter`` / ``torch.nextafter``);
-  ``sqrt`` likewise on NumPy; torch's CPU float64 ``sqrt`` is one ulp off the correctly
-  rounded value on about 1.3% of inputs (measured on an AVX2 build; always faithful on
-  the 2e6 inputs checked), so on torch it is moved out by two ulps;
-- transcendental functions (``exp``, ``log``, trigonometric, inverse trigonometric,
-  hyperbolic, ``rsqrt``, real powers) are widened by :data:`TRANS_ULPS` ulps of the
-  result (relative ``TRANS_ULPS * eps`` plus the smallest subnormal) and then by one
-  ulp more; the documented worst-case errors of the libraries called are at most 4
-  ulps: SLEEF u10 and glibc behind torch on CPU, the CUDA math library's table on
-  GPUs, and for NumPy its own SIMD code (AVX-512 SVML: at most 4 ulps; AVX2/AVX-512
-  float32 ``exp``/``log``: 2.52/3.83 ulps; float64 ``exp`` on AVX-512: below 1 ulp)
-  or glibc (see ``docs/certificates.md``);
+  ``sqrt`` likewise on NumPy; torch's CPU float64 ``sqrt`` is only faithfully rounded,
+  so on torch it is moved out by two ulps;
+- transcendental functions (the function table's, real powers) are widened by
+  :data:`TRANS_ULPS` ulps of the result (relative ``TRANS_ULPS * eps`` plus the
+  smallest subnormal) and then by one ulp more: the worst-case errors the libraries
+  called document are at most 4 ulps (``docs/certificates.md`` names them);
 - integer powers ``x**n`` computed by repeated multiplication are widened by ``n`` ulps
   relative, sums over vector variables by ``n * eps`` times the sum of magnitudes.
 
-The same functions run on NumPy arrays and torch tensors (:mod:`._xp`): NumPy float64
-for the one box of bound propagation at ``Problem`` construction, torch for the
-thousands of boxes of the branch-and-bound.  Every function here is branch-free on
-array values (``where`` only), so one call evaluates thousands of boxes.
+The rules of the function table's functions (monotone, periodic, ...) are in
+:mod:`._interval_rules`.  The same functions run on NumPy arrays and torch tensors
+(:mod:`._interval_ops`): NumPy float64 for the one box of bound propagation at
+``Problem`` construction, torch for the thousands of boxes of the branch-and-bound.
+Every function here is branch-free on array values (``where`` only), so one call
+evaluates thousands of boxes.
 """
 
 from __future__ import annotations
@@ -287,168 +284,3 @@ def _pow_ulps(base, e: float):
     pos = base > 0
     lg = xp.abs(xp.log(xp.where(pos, base, 1.0)))  # 0 ** e is exact
     return TRANS_ULPS + xp.where(pos, lg * (1.01 * d / eps) + 1.0, 0.0)
-
-
-def _increasing(fn, a: Iv, dom_lo=-inf, dom_hi=inf, open_lo=False, open_hi=False,
-                rng=(-inf, inf)) -> Iv:
-    """A continuous increasing function on ``[dom_lo, dom_hi]`` (NaN outside)."""
-    xp = ops(a.lo)
-    lo_in = xp.clamp(a.lo, min=dom_lo, max=dom_hi) + 0.0  # -0.0 -> +0.0
-    hi_in = xp.clamp(a.hi, min=dom_lo, max=dom_hi) + 0.0
-    out_lo = (a.lo <= dom_lo) if open_lo else (a.lo < dom_lo)
-    out_hi = (a.hi >= dom_hi) if open_hi else (a.hi > dom_hi)
-    none_lo = (a.hi <= dom_lo) if open_lo else (a.hi < dom_lo)
-    none_hi = (a.lo >= dom_hi) if open_hi else (a.lo > dom_hi)
-    lo = xp.clamp(wdown(getattr(xp, fn)(lo_in)), min=rng[0], max=rng[1])
-    hi = xp.clamp(wup(getattr(xp, fn)(hi_in)), min=rng[0], max=rng[1])
-    return finish(lo, hi, a.nan | out_lo | out_hi, empty_of(a) | none_lo | none_hi)
-
-
-def _decreasing(fn, a: Iv, dom_lo=-inf, dom_hi=inf, rng=(-inf, inf)) -> Iv:
-    xp = ops(a.lo)
-    lo_in = xp.clamp(a.lo, min=dom_lo, max=dom_hi) + 0.0  # -0.0 -> +0.0
-    hi_in = xp.clamp(a.hi, min=dom_lo, max=dom_hi) + 0.0
-    lo = xp.clamp(wdown(getattr(xp, fn)(hi_in)), min=rng[0], max=rng[1])
-    hi = xp.clamp(wup(getattr(xp, fn)(lo_in)), min=rng[0], max=rng[1])
-    nan = a.nan | (a.lo < dom_lo) | (a.hi > dom_hi)
-    return finish(lo, hi, nan, empty_of(a) | (a.hi < dom_lo) | (a.lo > dom_hi))
-
-
-def exp(a):
-    return _increasing("exp", a, rng=(0.0, inf))
-
-
-def log(a):
-    # log(0) is NaN in the point semantics (sympy's zoo); log(tiny) -> large negative
-    return _increasing("log", a, dom_lo=0.0, open_lo=True)
-
-
-def rsqrt(a):
-    return _decreasing("rsqrt", Iv(a.lo, a.hi, a.nan | (a.lo <= 0)), dom_lo=0.0,
-                       rng=(0.0, inf))._replace(nan=a.nan | (a.lo <= 0))
-
-
-def atan(a):
-    return _increasing("atan", a, rng=(-2.0, 2.0))
-
-
-def sinh(a):
-    return _increasing("sinh", a)
-
-
-def tanh(a):
-    return _increasing("tanh", a, rng=(-1.0, 1.0))
-
-
-def asinh(a):
-    return _increasing("asinh", a)
-
-
-def asin(a):
-    return _increasing("asin", a, -1.0, 1.0, rng=(-2.0, 2.0))
-
-
-def acos(a):
-    return _decreasing("acos", a, -1.0, 1.0, rng=(0.0, 4.0))
-
-
-def acosh(a):
-    return _increasing("acosh", a, 1.0, rng=(0.0, inf))
-
-
-def atanh(a):
-    return _increasing("atanh", a, -1.0, 1.0)
-
-
-def cosh(a):
-    xp = ops(a.lo)
-    mlo = xp.where(a.lo >= 0, a.lo, xp.where(a.hi <= 0, -a.hi, 0.0))
-    mhi = xp.maximum(xp.abs(a.lo), xp.abs(a.hi))
-    lo = xp.clamp(wdown(xp.cosh(mlo)), min=1.0)
-    return finish(lo, wup(xp.cosh(mhi)), a.nan, empty_of(a))
-
-
-def abs(a):  # noqa: A001 - the generated code's name
-    xp = ops(a.lo)
-    lo = xp.where(a.lo >= 0, a.lo, xp.where(a.hi <= 0, -a.hi, 0.0))
-    hi = xp.maximum(xp.abs(a.lo), xp.abs(a.hi))
-    return finish(lo, hi, a.nan, empty_of(a))
-
-
-def floor(a):
-    xp = ops(a.lo)
-    return finish(xp.floor(a.lo), xp.floor(a.hi), a.nan, empty_of(a))
-
-
-def ceil(a):
-    xp = ops(a.lo)
-    return finish(xp.ceil(a.lo), xp.ceil(a.hi), a.nan, empty_of(a))
-
-
-def sign(a):
-    xp = ops(a.lo)
-    return finish(xp.sign(a.lo), xp.sign(a.hi), a.nan, empty_of(a))
-
-
-_BIG = 2.0 ** 40  # beyond this, argument reduction is not trusted: full range
-
-
-def _hits(a, b, phase: float, period: float):
-    """Conservatively: does ``[a, b]`` contain ``phase + k * period`` for an integer k?
-
-    ``ka``, ``kb`` are computed in the boxes' dtype: a subtraction, a division and the
-    rounded ``phase``/``period`` put a few ulps of error on them, so the margin is eight
-    machine epsilons of that dtype (1e-9 at least) relative to their size; in float32 a
-    pole just inside a box's end was otherwise missed."""
-    xp = ops(a)
-    ka = (a - phase) / period
-    kb = (b - phase) / period
-    margin = max(1e-9, 8.0 * float(xp.finfo(a).eps)) * (1.0 + xp.abs(ka) + xp.abs(kb))
-    return xp.floor(kb + margin) >= xp.ceil(ka - margin)
-
-
-def _periodic(fn, a: Iv, max_at: float, min_at: float) -> Iv:
-    """``sin``/``cos``: endpoint values, +-1 where an extremum may lie in the box."""
-    xp = ops(a.lo)
-    full = ~(xp.isfinite(a.lo) & xp.isfinite(a.hi)) | (a.hi - a.lo >= 6.0) | \
-        (xp.abs(a.lo) > _BIG) | (xp.abs(a.hi) > _BIG)
-    lo_in = xp.where(full, 0.0, a.lo)
-    hi_in = xp.where(full, 0.0, a.hi)
-    fa, fb = getattr(xp, fn)(lo_in), getattr(xp, fn)(hi_in)
-    lo = wdown(xp.minimum(fa, fb))
-    hi = wup(xp.maximum(fa, fb))
-    two_pi = 2 * math.pi
-    hi = xp.where(full | _hits(lo_in, hi_in, max_at, two_pi), 1.0, xp.clamp(hi, max=1.0))
-    lo = xp.where(full | _hits(lo_in, hi_in, min_at, two_pi), -1.0, xp.clamp(lo, min=-1.0))
-    return finish(lo, hi, a.nan, empty_of(a))
-
-
-def sin(a):
-    return _periodic("sin", a, math.pi / 2, -math.pi / 2)
-
-
-def cos(a):
-    return _periodic("cos", a, 0.0, math.pi)
-
-
-def tan(a):
-    xp = ops(a.lo)
-    full = ~(xp.isfinite(a.lo) & xp.isfinite(a.hi)) | (a.hi - a.lo >= 3.0) | \
-        (xp.abs(a.lo) > _BIG) | (xp.abs(a.hi) > _BIG)
-    lo_in = xp.where(full, 0.0, a.lo)
-    hi_in = xp.where(full, 0.0, a.hi)
-    pole = full | _hits(lo_in, hi_in, math.pi / 2, math.pi)
-    lo = xp.where(pole, -inf, wdown(xp.tan(lo_in)))
-    hi = xp.where(pole, inf, wup(xp.tan(hi_in)))
-    return finish(lo, hi, a.nan, empty_of(a))
-
-
-def pow(a: Iv, b: Iv) -> Iv:  # noqa: A001
-    """``a ** b`` with a symbolic exponent: ``exp(b log a)`` for ``a > 0``, else unbounded."""
-    xp = ops(a.lo)
-    pos = a.lo > 0
-    e = exp(mul2(b, log(Iv(xp.where(pos, a.lo, 1.0), xp.where(pos, a.hi, 1.0),
-                           a.nan))))
-    lo = xp.where(pos, e.lo, -inf)
-    hi = xp.where(pos, e.hi, inf)
-    return finish(lo, hi, a.nan | b.nan | ~pos | e.nan, empty_of(a) | empty_of(b))

@@ -1,6 +1,8 @@
 """Runtime helpers that generated NumPy code calls; the twin of :mod:`._rt_torch`.
 
-Same names, same semantics (see that module).  The NumPy evaluator runs the generated
+Same names, same semantics (see that module).  The functions of the function table
+(``exp``, ``sqrt``, ``atan2``, ...) are its rows' NumPy functions, guarded by their
+domains (:func:`._guards.point_functions`).  The NumPy evaluator runs the generated
 function under ``numpy.errstate(all="ignore")``: guarded lanes never reach a math
 function out of its domain, but overflow to ``inf`` is a legitimate result.
 """
@@ -11,14 +13,14 @@ import math
 
 import numpy as np
 
+from ._guards import guarded as _guarded
+from ._guards import point_functions as _point_functions
+
 nan = math.nan
 inf = math.inf
 TINY = 1e-30
 
-exp, sin, cos, tan, atan = np.exp, np.sin, np.cos, np.tan, np.arctan
-sinh, cosh, tanh, asinh = np.sinh, np.cosh, np.tanh, np.arcsinh
-floor, ceil, isnan = np.floor, np.ceil, np.isnan
-abs = np.abs  # noqa: A001
+globals().update(_point_functions(np.where, lambda f: f.numpy))
 
 
 def where(c, a, b, dtype=None):
@@ -42,29 +44,8 @@ def powi(a, n: int):
     return result
 
 
-def recip(a):
-    ok = a != 0
-    return np.where(ok, 1.0 / np.where(ok, a, 1.0), nan)
-
-
-def div(a, b):
-    ok = np.asarray(b) != 0
-    return np.where(ok, a / np.where(ok, b, 1.0), nan)
-
-
-def sqrt(a):
-    ok = a >= 0
-    return np.where(ok, np.sqrt(np.where(ok, a, 1.0)), nan)
-
-
-def rsqrt(a):
-    ok = a > 0
-    return np.where(ok, 1.0 / np.sqrt(np.where(ok, a, 1.0)), nan)
-
-
-def log(a):
-    ok = a > 0
-    return np.where(ok, np.log(np.where(ok, a, 1.0)), nan)
+recip = _guarded(np.where, lambda a: 1.0 / a, lambda a: a != 0, 1.0)
+div = _guarded(np.where, lambda a, b: a / b, lambda a, b: np.asarray(b) != 0, (None, 1.0))
 
 
 def powf(a, e: float):
@@ -72,57 +53,15 @@ def powf(a, e: float):
     return np.where(ok, np.power(np.where(ok, a, 1.0), e), nan)
 
 
-def pow(a, b):  # noqa: A001
+def _pow_arrays(a, b):
     a = np.asarray(a, dtype=np.result_type(a, b, np.float32))
-    b = np.asarray(b, dtype=a.dtype)
-    ok = (a > 0) | ((a == 0) & (b >= 0)) | ((a < 0) & (b == np.floor(b)))
-    return np.where(ok, np.power(np.where(ok, a, 1.0), np.where(ok, b, 1.0)), nan)
+    return a, np.asarray(b, dtype=a.dtype)
 
 
-def asin(a):
-    ok = (a >= -1) & (a <= 1)
-    return np.where(ok, np.arcsin(np.where(ok, a, 0.0)), nan)
-
-
-def acos(a):
-    ok = (a >= -1) & (a <= 1)
-    return np.where(ok, np.arccos(np.where(ok, a, 0.0)), nan)
-
-
-def acosh(a):
-    ok = a >= 1
-    return np.where(ok, np.arccosh(np.where(ok, a, 1.0)), nan)
-
-
-def atanh(a):
-    ok = (a >= -1) & (a <= 1)
-    return np.where(ok, np.arctanh(np.where(ok, a, 0.0)), nan)
-
-
-def atan2(y, x):
-    ok = (np.asarray(x) != 0) | (np.asarray(y) != 0)
-    return np.where(ok, np.arctan2(np.where(ok, y, 0.0) + 0.0, np.where(ok, x, 1.0)), nan)
-
-
-def mod(a, b):
-    ok = np.asarray(b) != 0
-    return np.where(ok, np.mod(a, np.where(ok, b, 1.0)), nan)
-
-
-def sign(a):
-    return np.where(isnan(a), nan, np.sign(a))
-
-
-def heaviside(a, h0):
-    return np.where(a > 0, 1.0, np.where(a < 0, 0.0, np.where(a == 0, h0, nan)))
-
-
-def minimum(a, b):
-    return np.minimum(a, b)
-
-
-def maximum(a, b):
-    return np.maximum(a, b)
+pow = _guarded(  # noqa: A001
+    np.where, np.power,
+    lambda a, b: (a > 0) | ((a == 0) & (b >= 0)) | ((a < 0) & (b == np.floor(b))),
+    (1.0, 1.0), coerce=_pow_arrays)
 
 
 # -- vector variables -------------------------------------------------------------------
@@ -190,8 +129,8 @@ def out(v, X, dtype):
 
 def stack(items, X, dtype):
     # one array filled row by row: assignment broadcasts a scalar or an (B,) row at a
-    # fraction of the cost of broadcast_to + np.stack (a Jacobian of 20 x 22 entries,
-    # most of them constants, took 4 ms a point that way: most of a polish's time)
+    # fraction of the cost of broadcast_to + np.stack (a Jacobian is mostly constants,
+    # and the polish evaluates it at every step)
     res = np.empty((len(items),) + tuple(X.shape[1:]), dtype=dtype)
     for i, v in enumerate(items):
         res[i] = v

@@ -16,6 +16,10 @@ Semantics shared with :mod:`._rt_numpy` (same names, same results):
   expressions, :func:`._derivatives.gradient_runtime` also zeroes the dead NaNs);
 - every helper that receives a Python number next to a tensor returns a tensor of the
   tensor's dtype and device; only ``where`` with two constant branches needs ``dtype``.
+
+The functions of the function table (``exp``, ``sqrt``, ``atan2``, ...) are its rows'
+torch functions, guarded by their domains (:func:`._guards.point_functions`); the
+"double where" itself is :func:`._guards.guarded`, shared with NumPy.
 """
 
 from __future__ import annotations
@@ -24,20 +28,12 @@ import math
 
 import torch
 
+from ._guards import guarded as _guarded
+from ._guards import point_functions as _point_functions
+
 nan = math.nan
 inf = math.inf
 TINY = 1e-30
-
-exp, sin, cos, tan, atan = torch.exp, torch.sin, torch.cos, torch.tan, torch.atan
-sinh, cosh, tanh, asinh = torch.sinh, torch.cosh, torch.tanh, torch.asinh
-floor, ceil = torch.floor, torch.ceil
-
-
-def isnan(a):
-    """``a != a``: the same as ``torch.isnan``, but inductor keeps it vectorized (it
-    lowers ``isnan`` to a scalar loop on CPU, 2-3x slower for a whole fitness kernel)."""
-    return a != a
-abs = torch.abs  # noqa: A001 - the generated code's name for |x|
 
 #: Eager ``bsum`` of 8-bit integer genes switches to chunked int16 accumulation when a
 #: block has at least this many elements (see ``_bsum_rowwise``).
@@ -85,30 +81,14 @@ def powi(a, n: int):
     return result
 
 
-def recip(a):
-    ok = a != 0
-    return torch.where(ok, 1.0 / torch.where(ok, a, 1.0), nan)
+globals().update(_point_functions(
+    torch.where, lambda f: f.torch(torch) if callable(f.torch)
+    else getattr(torch, f.torch or f.name, None) if f.numpy is not None else None,
+    coerce=_pair))
 
-
-def div(a, b):
-    a, b = _pair(a, b)
-    ok = b != 0
-    return torch.where(ok, a / torch.where(ok, b, 1.0), nan)
-
-
-def sqrt(a):
-    ok = a >= 0
-    return torch.where(ok, torch.sqrt(torch.where(ok, a, 1.0)), nan)
-
-
-def rsqrt(a):
-    ok = a > 0
-    return torch.where(ok, torch.rsqrt(torch.where(ok, a, 1.0)), nan)
-
-
-def log(a):
-    ok = a > 0
-    return torch.where(ok, torch.log(torch.where(ok, a, 1.0)), nan)
+recip = _guarded(torch.where, lambda a: 1.0 / a, lambda a: a != 0, 1.0)
+div = _guarded(torch.where, lambda a, b: a / b, lambda a, b: b != 0, (None, 1.0),
+               coerce=_pair)
 
 
 def powf(a, e: float):
@@ -117,73 +97,11 @@ def powf(a, e: float):
     return torch.where(ok, torch.where(ok, a, 1.0) ** e, nan)
 
 
-def pow(a, b):  # noqa: A001
-    """``a ** b`` with a symbolic exponent: NaN where sympy is zoo or complex."""
-    a, b = _pair(a, b)
-    ok = (a > 0) | ((a == 0) & (b >= 0)) | ((a < 0) & (b == torch.floor(b)))
-    return torch.where(ok, torch.pow(torch.where(ok, a, 1.0), torch.where(ok, b, 1.0)), nan)
-
-
-def asin(a):
-    ok = (a >= -1) & (a <= 1)
-    return torch.where(ok, torch.asin(torch.where(ok, a, 0.0)), nan)
-
-
-def acos(a):
-    ok = (a >= -1) & (a <= 1)
-    return torch.where(ok, torch.acos(torch.where(ok, a, 0.0)), nan)
-
-
-def acosh(a):
-    ok = a >= 1
-    return torch.where(ok, torch.acosh(torch.where(ok, a, 1.0)), nan)
-
-
-def atanh(a):
-    """``atanh``: ``+-inf`` at ``+-1`` (as sympy's ``+-oo``), NaN beyond."""
-    ok = (a >= -1) & (a <= 1)
-    return torch.where(ok, torch.atanh(torch.where(ok, a, 0.0)), nan)
-
-
-def atan2(y, x):
-    """sympy ``atan2``: NaN at the origin; ``atan2(-0.0, -1)`` is ``pi`` as in sympy."""
-    y, x = _pair(y, x)
-    ok = (x != 0) | (y != 0)
-    return torch.where(ok, torch.atan2(torch.where(ok, y, 0.0) + 0.0,
-                                       torch.where(ok, x, 1.0)), nan)
-
-
-def mod(a, b):
-    """sympy ``Mod``: the sign of the divisor, NaN for a zero divisor."""
-    a, b = _pair(a, b)
-    ok = b != 0
-    return torch.where(ok, torch.remainder(a, torch.where(ok, b, 1.0)), nan)
-
-
-def sign(a):
-    return torch.where(isnan(a), nan, torch.sign(a))
-
-
-def heaviside(a, h0):
-    """sympy ``Heaviside(a, h0)``: ``h0`` at 0, NaN for a NaN argument."""
-    h0 = _t(h0, a)
-    return torch.where(a > 0, 1.0, torch.where(a < 0, 0.0, torch.where(a == 0, h0, nan)))
-
-
-def minimum(a, b):
-    if not isinstance(b, torch.Tensor):
-        return torch.clamp(a, max=b)
-    if not isinstance(a, torch.Tensor):
-        return torch.clamp(b, max=a)
-    return torch.minimum(a, b)
-
-
-def maximum(a, b):
-    if not isinstance(b, torch.Tensor):
-        return torch.clamp(a, min=b)
-    if not isinstance(a, torch.Tensor):
-        return torch.clamp(b, min=a)
-    return torch.maximum(a, b)
+# ``a ** b`` with a symbolic exponent: NaN where sympy is zoo or complex
+pow = _guarded(  # noqa: A001
+    torch.where, torch.pow,
+    lambda a, b: (a > 0) | ((a == 0) & (b >= 0)) | ((a < 0) & (b == torch.floor(b))),
+    (1.0, 1.0), coerce=_pair)
 
 
 # -- vector variables -------------------------------------------------------------------
@@ -206,8 +124,8 @@ def _bsum_rowwise(block, dtype):
     ``|sum| <= 128 * 255`` fits) and the partial sums are added in ``dtype``.  Chunks
     of ``_BSUM_CHUNK`` columns keep the accumulator in cache and every operation below
     torch's parallel grain size: one thread, no per-operation barrier, so the sum does
-    not collapse when the CPU is oversubscribed (a thousand full-width multi-threaded
-    row additions ran 0.05 s on an idle 2-core machine and up to 10 s on a busy one).
+    not collapse when the CPU is oversubscribed (full-width multi-threaded row additions
+    wait at a barrier each, and a busy machine makes every wait long).
     """
     n, S = block.shape
     result = torch.empty(S, dtype=dtype, device=block.device)
@@ -229,13 +147,12 @@ def bsum(block, dtype):
     """Sum a block of genes straight from storage (rows are genes), result in ``dtype``.
 
     Eager on CPU, large 2-D blocks of 8-bit integers take the exact chunked int16 path
-    (``Tensor.sum(0, dtype=float32)`` over int8 is about 20 times slower); under
+    (``Tensor.sum(0, dtype=float32)`` over int8 is far slower); under
     ``torch.compile`` and elsewhere one reduction, which inductor fuses into one kernel:
     8-bit genes accumulate in ``dtype`` where every partial sum is an integer it holds
-    exactly (float32: up to 65,793 genes of magnitude <= 255; compiled over 1,000
-    int8 genes 1.3-1.6x faster than an int32 accumulator, whose horizontal reduction
-    inductor spills), else in int32 (exact) converted to ``dtype`` once; other genes sum
-    in ``dtype``.
+    exactly (float32: up to 65,793 genes of magnitude <= 255; faster compiled than an
+    int32 accumulator, whose horizontal reduction inductor spills), else in int32
+    (exact) converted to ``dtype`` once; other genes sum in ``dtype``.
     """
     small = block.dtype in (torch.int8, torch.uint8, torch.bool)
     if (small and block.dim() == 2
@@ -313,7 +230,7 @@ def minimize_key(f):
     """Objective in minimization sense with NaN replaced by +inf (NaN never wins)."""
     if not isinstance(f, torch.Tensor):
         return inf if math.isnan(f) else f
-    return torch.where(isnan(f), inf, f)
+    return torch.where(f != f, inf, f)  # isnan, vectorized by inductor
 
 
 def stack_rows(rows, X, dtype, n: int):

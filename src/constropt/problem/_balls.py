@@ -5,18 +5,24 @@ sentinel :data:`UNDEF` (certainly undefined: sympy gives ``nan``, ``zoo`` or a c
 number), or the NaN ball (unknown: the ball cannot settle it, e.g. ``log`` of a ball
 straddling 0).  Booleans are ``True``, ``False``, ``None`` (unknown) or ``UNDEF``.
 Each operation decides its domain from the balls (``log`` needs a ball certainly
-``> 0``), so an enclosure is never produced for a value that might be undefined.
+``> 0``), so an enclosure is never produced for a value that might be undefined.  The
+rules of the functions are their rows' ``ball`` in the function table
+(:mod:`constropt.lowering._functions`), applied inside the rows' domains.
 """
 
 from __future__ import annotations
 
+import math
+import sys
 from contextlib import contextmanager
 
 import sympy as sp
 
+from ..lowering._functions import FUNCTIONS, Domain
+
 __all__ = ["UNDEF", "working_precision", "compare", "flint_module", "FUNCS", "CMPS", "LOGIC",
            "constant", "nan", "strict", "add", "mul", "powi", "pow_const", "pow_var",
-           "piecewise", "recip"]
+           "piecewise", "recip", "hull"]
 
 
 class _Undef:
@@ -27,10 +33,12 @@ class _Undef:
 
 
 UNDEF = _Undef()
+inf = math.inf
 
 
 def flint_module():
-    import flint
+    import flint  # lazy: python-flint loads in a sixth of a second, and only a rigorous
+    # check (a minority of the uses of a problem) evaluates balls
 
     return flint
 
@@ -96,7 +104,7 @@ def _xor(*v):
     return sum(map(bool, v)) % 2 == 1
 
 
-def _hull(values):
+def hull(values):
     """Smallest ball holding every value (UNDEF among defined ones: unknown)."""
     if all(v is UNDEF for v in values):
         return UNDEF
@@ -115,14 +123,14 @@ def piecewise(*vc):
         val, cond = vc[k], vc[k + 1]
         if cond is UNDEF:
             outcomes.append(UNDEF)
-            return _hull(outcomes)
+            return hull(outcomes)
         if cond is True:
             outcomes.append(val)
-            return _hull(outcomes)
+            return hull(outcomes)
         if cond is None:
             outcomes.append(val)
     outcomes.append(UNDEF)  # no branch matches: undefined, as in the lowering
-    return _hull(outcomes)
+    return hull(outcomes)
 
 
 # -- arithmetic with sympy's domains ---------------------------------------------------------
@@ -196,102 +204,41 @@ def pow_var(a, b):
     return nan()
 
 
-def _log(a):
-    if a > 0:
-        return a.log()
-    return UNDEF if a <= 0 else nan()
+def _within(domain: Domain, fn):
+    """``fn`` where the ball is certainly inside ``domain``; UNDEF where it is certainly
+    outside (sympy: complex or undefined), the NaN ball where it cannot tell."""
+    lo, hi, open_lo, open_hi = domain
+
+    def inside(a) -> bool:
+        return ((lo == -inf or (a > lo if open_lo else a >= lo))
+                and (hi == inf or (a < hi if open_hi else a <= hi)))
+
+    def outside(a) -> bool:
+        return ((lo != -inf and (a <= lo if open_lo else a < lo))
+                or (hi != inf and (a >= hi if open_hi else a > hi)))
+
+    def within(a):
+        if inside(a):
+            return fn(a)
+        return UNDEF if outside(a) else nan()
+    return within
 
 
-def _unit(method):
-    def fn(a):
-        if a >= -1 and a <= 1:
-            return getattr(a, method)()
-        return UNDEF if (a < -1 or a > 1) else nan()
+def _rule(f):
+    """The ball rule of the table's row ``f``."""
+    if isinstance(f.ball, str):
+        method = f.ball
+        fn = lambda a: getattr(a, method)()  # noqa: E731
+    else:
+        rule, module = f.ball, sys.modules[__name__]
+        fn = lambda *a: rule(module, *a)  # noqa: E731
+    if isinstance(f.domain, Domain):
+        fn = _within(f.domain, fn)
     return fn
 
 
-def _acosh(a):
-    if a >= 1:
-        return a.acosh()
-    return UNDEF if a < 1 else nan()
-
-
-def _atanh(a):
-    arb = flint_module().arb
-    if a > -1 and a < 1:
-        return a.atanh()
-    if a == 1:
-        return arb.pos_inf()
-    if a == -1:
-        return arb.neg_inf()
-    return UNDEF if (a < -1 or a > 1) else nan()
-
-
-def _reciprocal_of(method):
-    def fn(a):
-        return recip(getattr(a, method)())
-    return fn
-
-
-def _sign(a):
-    return a.sgn()
-
-
-def _heaviside(a, h0):
-    arb = flint_module().arb
-    if a > 0:
-        return arb(1)
-    if a < 0:
-        return arb(0)
-    if a == 0:
-        return h0
-    return _hull([arb(0), arb(1), h0])
-
-
-def _mod(a, b):
-    if b == 0:
-        return UNDEF  # sympy: ZeroDivisionError
-    if not (b != 0):
-        return nan()
-    return a - b * (a / b).floor()
-
-
-def _atan2(y, x):
-    if y == 0 and x == 0:
-        return UNDEF
-    return flint_module().arb.atan2(y, x)
-
-
-def _min(*a):
-    out = a[0]
-    for v in a[1:]:
-        out = out.min(v)
-    return out
-
-
-def _max(*a):
-    out = a[0]
-    for v in a[1:]:
-        out = out.max(v)
-    return out
-
-
-def _method(name):
-    return lambda a: getattr(a, name)()
-
-
-FUNCS = {
-    sp.exp: _method("exp"), sp.sin: _method("sin"), sp.cos: _method("cos"),
-    sp.tan: _method("tan"), sp.atan: _method("atan"), sp.sinh: _method("sinh"),
-    sp.cosh: _method("cosh"), sp.tanh: _method("tanh"), sp.asinh: _method("asinh"),
-    sp.Abs: abs, sp.floor: _method("floor"), sp.ceiling: _method("ceil"), sp.sign: _sign,
-    sp.asin: _unit("asin"), sp.acos: _unit("acos"), sp.acosh: _acosh, sp.atanh: _atanh,
-    sp.log: _log, sp.cot: _reciprocal_of("tan"), sp.sec: _reciprocal_of("cos"),
-    sp.csc: _reciprocal_of("sin"), sp.frac: lambda a: a - a.floor(),
-    sp.re: lambda a: a, sp.conjugate: lambda a: a, sp.im: lambda a: a * 0,
-    sp.Mod: _mod, sp.atan2: _atan2, sp.Min: _min, sp.Max: _max, sp.Heaviside: _heaviside,
-}
-FUNCS = {cls: strict(fn) for cls, fn in FUNCS.items()}
+#: The ball operation of each sympy class of the function table.
+FUNCS = {cls: strict(_rule(f)) for f in FUNCTIONS if f.ball is not None for cls in f.sympy}
 CMPS = {sp.StrictLessThan: "<", sp.LessThan: "<=", sp.StrictGreaterThan: ">",
          sp.GreaterThan: ">=", sp.Equality: "==", sp.Unequality: "!="}
 LOGIC = {sp.And: _and, sp.Or: _or, sp.Not: _not, sp.Xor: _xor}

@@ -136,9 +136,6 @@ class Program:
             return self._power(e, slots)
         if isinstance(e, sp.Piecewise):
             return self._push(_piecewise, slots)
-        if isinstance(e, sp.Heaviside) and len(slots) == 1:
-            half = self._push(constant(sp.Rational(1, 2)), kind="const")
-            return self._push(FUNCS[sp.Heaviside], (slots[0], half))
         for table in (CMPS, LOGIC, FUNCS):
             cls = next((c for c in table if isinstance(e, c)), None)
             if cls is None:

@@ -36,6 +36,7 @@ from functools import cache
 import sympy
 
 from .._errors import ParseError
+from ..lowering._functions import SYMPY_CLASSES
 from . import _numeric
 
 __all__ = ["read_srepr", "MAX_SREPR_CHARS", "CLASSES", "MAX_FLOAT_EXPONENT", "MAX_RANGE"]
@@ -48,17 +49,14 @@ MAX_FLOAT_EXPONENT = 2000
 MAX_RANGE = 10**8
 
 #: The sympy classes a checkpoint's expressions may name (what ``srepr`` writes for the
-#: expressions constropt lowers).
+#: expressions constropt lowers): the structure, and the functions of the function table.
 CLASSES = frozenset({
     "Symbol", "Dummy", "Str", "Integer", "Rational", "Float", "Tuple",
-    "Add", "Mul", "Pow", "exp", "log", "sin", "cos", "tan", "cot", "sec", "csc", "asin",
-    "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "Abs",
-    "sign", "floor", "ceiling", "frac", "Mod", "Min", "Max", "Heaviside", "Piecewise",
-    "ExprCondPair", "re", "im", "conjugate",
+    "Add", "Mul", "Pow", "Piecewise", "ExprCondPair",
     "Equality", "Unequality", "StrictLessThan", "LessThan", "StrictGreaterThan",
     "GreaterThan", "And", "Or", "Not", "Xor",
     "Indexed", "IndexedBase", "Idx", "MatrixSymbol", "MatrixElement", "Sum", "Product",
-})
+}) | frozenset(cls.__name__ for cls in SYMPY_CLASSES)
 
 _TEXT_FIRST = {"Symbol", "Dummy", "Str", "Float"}
 _KEYWORDS = {"Symbol": bool, "Dummy": bool, "Float": int}
