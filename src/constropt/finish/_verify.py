@@ -1,6 +1,6 @@
 """Rigorous feasibility of the returned point: certify it, or nudge it until it can be.
 
-The float64 check (:func:`constropt.solver._solve.check_point`) decides feasibility in
+The float64 check (:func:`constropt.finish._verdict.check_point`) decides feasibility in
 rounded arithmetic, which is overstated at rounding level.  :func:`verify_point`
 re-evaluates every constraint (and the objective) at the exact point with Arb balls
 (:mod:`constropt.problem._rigorous`); a constraint is *satisfied* only when its ball lies
@@ -25,6 +25,8 @@ import numpy as np
 
 from ..local._polish import rounding_scale
 from ..problem._constraints import AllOf, Leaf
+from ..problem._constraints import leaves as tree_leaves
+from ..problem._evaluate import report_numpy
 from ..problem._rigorous import (
     SATISFIED,
     UNDECIDED,
@@ -397,8 +399,6 @@ def certify_point(problem, x, pvec, fun: float, V: np.ndarray, budget: int | Non
     -------
     Certified
     """
-    from ..problem._evaluate import report_numpy
-
     t0 = time.perf_counter()
     x = np.asarray(x, dtype=np.float64)
     pvec = np.asarray(pvec, dtype=np.float64).reshape(-1)
@@ -443,12 +443,10 @@ def certify_point(problem, x, pvec, fun: float, V: np.ndarray, budget: int | Non
 def _raise_proven(problem, V, cons, vals) -> None:
     """A constraint proven violated that float64 found satisfied gets its proven
     violation (a single leaf) or the smallest positive float (a compound one)."""
-    from ..problem._constraints import leaves
-
     tol = problem.eq_tol
     start = 0
     for k, c in enumerate(problem.lowering.constraints):
-        n = len(leaves(c.tree))
+        n = len(tree_leaves(c.tree))
         if cons[k] == VIOLATED and V[k] == 0:
             amount = np.finfo(np.float64).tiny
             v = vals[start]

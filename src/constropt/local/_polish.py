@@ -110,8 +110,6 @@ def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
     scaled : bool
         Run SLSQP in scaled form (:func:`_scaled`; needs exact derivatives).
     """
-    from scipy.optimize import minimize
-
     free = np.flatnonzero(~problem.integer)
     if free.size == 0 or (max_evals is not None and max_evals < 10):
         return x0.copy(), 0
@@ -137,6 +135,22 @@ def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
     if max_evals is not None:
         maxiter = max(1, min(maxiter, max_evals // (3 if jac is not None else free.size + 2)))
     z0 = np.clip(x_fixed[free], lo, hi)
+    z, status = _slsqp(bridge, jac, cons, z0, lo, hi, counter, scaled, maxiter, x_fixed, free)
+    if info is not None:
+        info["timed_out"] = counter.timed_out
+        info["status"], info["moved"] = status, bool(np.any(z != z0))
+    x = x_fixed.copy()
+    x[free] = z
+    return x, counter.n
+
+
+def _slsqp(bridge, jac, cons, z0, lo, hi, counter, scaled, maxiter, x_fixed, free):
+    """scipy's SLSQP from the free genes ``z0`` (in scaled form when ``scaled`` and the
+    derivatives are exact): ``(z, SLSQP's status)``; the last point evaluated where the
+    budget or the deadline ended it (status None), ``z0`` where it failed; Ctrl-C raises
+    :class:`PolishInterrupted` with the last point."""
+    from scipy.optimize import minimize  # scipy.optimize costs its import only when used
+
     status = None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -159,12 +173,7 @@ def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
                 raise PolishInterrupted(x, counter.n) from None
             except (ValueError, ArithmeticError, np.linalg.LinAlgError):
                 z = z0
-    if info is not None:
-        info["timed_out"] = counter.timed_out
-        info["status"], info["moved"] = status, bool(np.any(z != z0))
-    x = x_fixed.copy()
-    x[free] = z
-    return x, counter.n
+    return z, status
 
 
 def _singular_sides(bridge, z0: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

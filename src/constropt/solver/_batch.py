@@ -19,9 +19,12 @@ from typing import Any
 import numpy as np
 
 from .._errors import OptionError, ProblemError
+from ..backend._devices import check_device, choose_backend
 from ..engine._driver import Instance
-from ..finish._finish import Budget, diverges, finish, make_result
+from ..finish._budget import Budget
+from ..finish._finish import finish, make_result
 from ..finish._result import Result, Status, add_up
+from ..finish._verdict import diverges_many
 from ..problem._bounds import parameter_box
 from ..problem._evaluate import report_numpy
 from ..problem._problem import Problem
@@ -208,8 +211,6 @@ def solve_batch(problem: Problem, parameters: Mapping[Any, Any], *, device: Any 
     if opts.constraint_handling == "penalty":
         raise OptionError("solve_batch supports constraint_handling 'feasibility', "
                           "'epsilon' and 'death'")
-    from ..backend._devices import check_device, choose_backend
-
     if opts.backend == "numpy":  # a conflict is named before the device is checked
         choose_backend("numpy", device, compile, 0)
     check_device(device)  # a bad device is reported before any work
@@ -295,7 +296,7 @@ def _local_then_global(problem, opts, device, dtype, seed, compile, M, t_start):
     share = {k: v / B for k, v in timings.items()}
     out = [None] * B
     for b, (inst, fin) in fins.items():
-        out[b] = make_result(problem, inst, *fin, seed=seed, device="cpu",
+        out[b] = make_result(problem, inst, fin, seed=seed, device="cpu",
                              timings=dict(share), backend="numpy")
     for b, r in glob.items():
         if out[b] is None:
@@ -306,14 +307,15 @@ def _local_then_global(problem, opts, device, dtype, seed, compile, M, t_start):
 def _local_finish(problem, idx, x, f, V, used, how, M, stopped=False) -> dict:
     """``{instance: (Instance, finish's tuple)}`` of the instances ``idx`` the local
     stage answered: the unboundedness probe (vectorized), then the exact check and the
-    status rules of every mode (:func:`._finish.finish`).  After a Ctrl-C (``stopped``,
-    or one landing here) the instances not finished yet end ``INTERRUPTED``, checked."""
+    status rules of every mode (:func:`constropt.finish._finish.finish`).  After a Ctrl-C
+    (``stopped``, or one landing here) the instances not finished yet end
+    ``INTERRUPTED``, checked."""
     if idx.size == 0:
         return {}
     verdicts = probe = None
     if not stopped:
         try:
-            verdicts, probe = diverges(problem, x[:, idx], M[:, idx])
+            verdicts, probe = diverges_many(problem, x[:, idx], M[:, idx])
         except KeyboardInterrupt:
             stopped = True
     budget = Budget(None)
@@ -329,9 +331,9 @@ def _local_finish(problem, idx, x, f, V, used, how, M, stopped=False) -> dict:
         fin = finish(problem, inst, M[:, b], budget, polish=False,
                      unbounded=None if stopped else (bool(verdicts[k]), int(probe[k])),
                      refined=(xb, int(used[b]), True, fb, V[:, b].copy()))
-        stopped = stopped or fin[4] is Status.INTERRUPTED
-        if fin[4] is Status.CONVERGED:
-            fin = (*fin[:5], f"local solve: {how[b]}; a verified KKT point (no global "
-                             "search)" + fin[5][len(Status.CONVERGED.value):], fin[6])
+        stopped = stopped or fin.status is Status.INTERRUPTED
+        if fin.status is Status.CONVERGED:
+            fin = fin._replace(message=f"local solve: {how[b]}; a verified KKT point (no "
+                               "global search)" + fin.message[len(Status.CONVERGED.value):])
         out[int(b)] = (inst, fin)
     return out
