@@ -38,7 +38,7 @@ __all__ = ["Finished", "polish_gate", "refine", "judge", "finish", "finish_batch
 class Finished(NamedTuple):
     """One finished instance: the final point ``x``, its objective ``f`` and violations
     ``V``, the evaluations ``nfev`` spent in all, ``status`` and ``message``, and
-    ``checked`` its exact check (:class:`._verify.Certified`)."""
+    ``checked`` its exact check (:class:`._repair.Certified`)."""
 
     x: np.ndarray
     f: float

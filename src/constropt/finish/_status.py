@@ -1,6 +1,6 @@
 """The status of a final point, for every mode: the exact check, then the status rules.
 
-:func:`verdict` certifies the point in exact arithmetic (:func:`._verify.certify_point`:
+:func:`verdict` certifies the point in exact arithmetic (:func:`._repair.certify_point`:
 every ``feasible`` comes from there), then says why the run ended and whether the answer
 stands: infeasible (:func:`._verdict.infeasible_status`), an objective that is not a
 number (:func:`._verdict.objective_verdict`), unbounded or not confirmed (the probes of
@@ -18,7 +18,7 @@ from ._rays import edge_suspect, ray_probe
 from ._result import Status
 from ._verdict import UNBOUNDED_LEVEL, infeasible_status, objective_verdict
 from ._verdict import diverges as diverges_one
-from ._verify import certify_point
+from ._repair import certify_point
 
 __all__ = ["verdict", "probe_cost", "constant_note"]
 
@@ -36,7 +36,7 @@ def verdict(problem, inc: Incumbent, reason, budget: Budget, *, unbounded=None, 
     before, or None to probe here (edges, rays beyond ``box``, default ``problem``, then
     poles: :mod:`._poles`) as the budget allows.  Returns ``(incumbent, status, message,
     checked)``: the point as certified (a repair may move it) and its
-    :class:`._verify.Certified` check."""
+    :class:`._repair.Certified` check."""
     checked = certify_point(problem, inc.x, inc.pvec, inc.f, inc.V,  # exact (Arb balls)
                             budget=budget.left())
     inc = inc.at(checked.x, checked.fun, checked.violations)
