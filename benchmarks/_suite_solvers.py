@@ -57,7 +57,7 @@ class Tracker:
     def see(self, x, nfev: int) -> None:
         if self.hit is not None or x is None:
             return
-        from constropt.solver._solve import check_point
+        from constropt.finish._verdict import check_point
 
         x = np.where(self.problem.integer, np.round(x), np.asarray(x, float))
         f, V = check_point(self.problem, x, self.pvec)
@@ -66,7 +66,7 @@ class Tracker:
 
 
 def final_check(problem, pvec, x):
-    from constropt.solver._solve import check_point
+    from constropt.finish._verdict import check_point
 
     x = np.where(problem.integer, np.round(x), np.asarray(x, float))
     f, V = check_point(problem, x, pvec)

@@ -2,7 +2,7 @@
 
 Every run of every solver gets the same budget (500,000 evaluations by default) and
 its final point is judged by the same rule: constropt's own float64 check
-(``constropt.solver._solve.check_point``: inequalities ``g <= 0``, strict ones ``g < 0``,
+(``constropt.finish._verdict.check_point``: inequalities ``g <= 0``, strict ones ``g < 0``,
 equalities ``|h| <= eq_tol``: 1e-4 for CEC 2006 and CEC 2020 as their rules say, 1e-6
 for the MINLPLib and Hock-Schittkowski problems) plus the distance to the published
 optimum f*:

@@ -58,9 +58,9 @@ def cases():
 
 
 def main(argv=None):
+    from constropt.finish._verdict import check_point
     from constropt.finish._verify import verify_point
     from constropt.problem._rigorous import _PROGRAMS
-    from constropt.solver._solve import check_point
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=20)

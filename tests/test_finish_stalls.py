@@ -14,8 +14,8 @@ import constropt
 from constropt.benchmarks import get
 from constropt.finish._budget import Budget, Incumbent
 from constropt.finish._polishing import polish_from
-from constropt.finish._verdict import check_point
 from constropt.finish._repair import _jacobian, _newton_moves, certify_point
+from constropt.finish._verdict import check_point
 from constropt.local._newton import INSIDE, restore
 from constropt.local._polish import STATIONARY, stationarity
 from constropt.solver._build import default_restarts, independent_restarts

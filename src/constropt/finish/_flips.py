@@ -31,10 +31,10 @@ def _partner_moves(problem, best, pvec, side, on_lo, on_hi, left=None):
     either of its bounds, where a constraint vanishes on that face: ``(flipped genes,
     ((gene, value),))`` per move.
 
-    A constraint may tie a gene's side to another gene: in CEC 2020 RC03 (alkylation)
-    ``x2 = 0`` is feasible only with ``x4 = 0`` (``1.22 x3 x4 <= 100000 x2 - ...``), and
-    the optimum lies on that face, where four constraints vanish identically.  A search
-    never lands on such a face exactly, and the flip of ``x2`` alone stays infeasible.
+    A constraint may tie a gene's side to another gene: ``x2 = 0`` feasible only with
+    ``x4 = 0`` (``x3 x4 <= c x2 - ...``), the optimum on that face, where several
+    constraints vanish identically.  A search never lands on such a face exactly, and
+    the flip of ``x2`` alone stays infeasible.
     A move is kept only where some constraint leaf that depends on a third gene at
     ``best`` is 0 with no slope in any third gene at the start (:func:`_vanishes`), so
     a problem without such a face pays one batched evaluation here.  Returns ``(moves,
@@ -90,8 +90,8 @@ def _vanishes(problem, best, starts, pvec, moves) -> np.ndarray:
 
 
 #: A flip starts a new round of moves when it gains more than this (relative): a start
-#: that polishes back to the same point gains rounding noise (3e-8 on RC03's -142.7);
-#: that is kept, but restarting the round from it spent the rounds on noise.
+#: that polishes back to the same point gains rounding noise; that is kept, but
+#: restarting the round from it would spend the rounds on noise.
 GAIN = 1e-9
 
 #: Partner moves (a flip with one other gene sent to a bound) while the flipped genes

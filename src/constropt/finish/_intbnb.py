@@ -4,8 +4,7 @@ The integer search (:mod:`._intsearch`) screens every assignment of the integer 
 when there are at most :data:`._intsearch.SCREEN_ENUMERATE` of them.  Past that (two
 integers in ``[0, 200]`` give 40,401 assignments) its single and pair moves reach only
 a few steps from where the search ended, and an optimum several steps past infeasible
-assignments stays out of reach: MINLPLib nvs01 ends at ``(19, 8)`` or ``(30, 6)``
-(infeasible), its optimum is ``(23, 7)``, and ``(20..22, 7)`` are infeasible.
+assignments stays out of reach.
 
 :func:`branch_and_bound` searches the integer genes' box instead.  A node is a box:
 the integer genes over a range, the other genes over what propagation left of their
@@ -19,8 +18,7 @@ gene at an integer midpoint.  A node whose integer genes are all fixed is a leaf
 leaf is first tightened (:func:`_refine`: its continuous genes bisected
 :data:`REFINE` times, every piece contracted, the hull of the surviving pieces and their
 least bound kept), since one contraction bounds the objective loosely where it couples
-continuous genes (the pressure vessel keeps 197 of its 9,408 assignments after one
-contraction and none after the tightening, optimum in hand).  A leaf that still beats
+continuous genes.  A leaf that still beats
 the incumbent has its continuous genes polished from the best point (clipped into the
 leaf's box, 1% of its width inside its sides: :func:`start_in`) as in the integer
 search, leaves in the order of their lower bounds, best first; a feasible polished point
@@ -30,15 +28,15 @@ When it runs: :func:`._intsearch.integer_search` calls it where the flat screen 
 not apply (some integer gene has more than :data:`._intsearch.LINE_VALUES` values and no
 allowed set of its own, or there are more than ``SCREEN_ENUMERATE`` assignments); it
 returns None (nothing done) where an integer range is infinite or a construct has no
-inclusion function.  In the benchmark collection: nvs01, nvs21, st_e38, gear_train and
-pressure_vessel.
+inclusion function.
 
 It runs after the local moves and keeps a point only when it is feasible and better,
 so it never makes a result worse; from an infeasible best point (the polish holds the
 integer genes fixed, so an infeasible assignment stays infeasible) any feasible leaf
 is better.  Bounded by :data:`NODE_LIMIT` contracted boxes (leaf pieces included),
 :data:`LEAF_LIMIT` polished leaves, the evaluation budget and the deadline.  Interval
-work is not counted as evaluations (as in the screen); polishes are.
+work is not counted as evaluations (as in the screen); polishes are.  Cases behind
+these rules: ``benchmarks/results/finishing_cases.md``.
 """
 
 from __future__ import annotations
@@ -63,7 +61,7 @@ BATCH = 64
 #: Bisections of a leaf's continuous genes before it is polished.
 REFINE = 6
 #: Pieces narrower than this share of the box (in every continuous gene) are not
-#: bisected further (nvs01's equality fixes its continuous gene on a leaf).
+#: bisected further (an equality may fix a continuous gene on a leaf).
 REFINE_WIDTH = 1e-3
 
 
@@ -73,10 +71,9 @@ BOX_INSIDE = 0.01
 
 def start_in(best, lo, hi):
     """``best`` (n,) clipped into the box ``[lo, hi]`` shrunk by :data:`BOX_INSIDE` of
-    its (finite) width on each side: a start that is not on a side the propagation drew.
-    st_e40's x4, which its equality fixes to a band 2e-6 wide, clipped onto the band's
-    outward-rounded end cost SLSQP 1,154 evaluations (line searches ending in status 8);
-    1% of the width inside, 3."""
+    its (finite) width on each side: a start that is not on a side the propagation drew
+    (SLSQP started on the outward-rounded end of a thin band an equality fixes spends
+    its line searches there)."""
     w = np.where(np.isfinite(hi - lo), hi - lo, 0.0)
     return np.clip(best, lo + BOX_INSIDE * w, hi - BOX_INSIDE * w)
 

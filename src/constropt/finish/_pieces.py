@@ -3,9 +3,8 @@ expression, and the point polished inside its new piece.
 
 A cost table written as ``Piecewise((28*x2, x2 < 100), (29*x2, x2 < 200), (30*x2,
 True))`` jumps at each breakpoint.  SLSQP sees one piece's gradient and cannot cross a
-jump, and a search that settles in one piece keeps its population there: on CEC 2006
-G17 the GA ends every run at the local optimum 8927.59 with ``x2 = 196`` (the piece
-``[100, 200)``), where the optimum 8853.54 has ``x2`` just below 100.
+jump, and a search that settles in one piece keeps its population there, at a local
+optimum of that piece, while the optimum lies in the next.
 
 :func:`piece_moves` finds the breakpoints (conditions of a ``Piecewise`` in the
 objective or a constraint that compare one scalar continuous variable with a constant,
@@ -14,7 +13,8 @@ piece of its range: the variable is sent to the piece's nearest point, and the
 continuous variables are polished in a box where that variable stays inside the piece
 (its ends pulled in by :data:`EDGE`, so that a strict ``x2 < 100`` holds).  The end is
 checked on the problem itself and kept only when feasible and better; the moves repeat
-from a kept point.  A problem without such a condition pays nothing.
+from a kept point.  A problem without such a condition pays nothing.  Cases behind
+these rules: ``benchmarks/results/finishing_cases.md``.
 """
 
 from __future__ import annotations

@@ -87,15 +87,13 @@ def _newton_moves(problem, x, C, J, bad_leaves):
     aimed that far inside their band ``|h| <= eq_tol`` (those already deeper inside held
     where they are).  Least norm in relative units (each gene over ``max(|x|, 1)``); a
     move that changes a gene by more than :data:`_MOST` of that is skipped (an
-    ill-conditioned active set: RC02's nine equalities in eleven genes first gave a move
-    of 2% in one gene).
+    ill-conditioned active set).
 
-    At a vertex where the failing constraints' inward normals nearly oppose each other
-    (G06's crescent tip), the sum of unit moves barely moves either.  Equalities leaning
-    on their band meet the same way: CEC 2020 RC02's ``x3 + 1e4 x8 = 5e6`` ended 6e-11
-    past its band while ``x2 + 1e4 x7 - 1e4 x8 = 0`` sat 3e-9 inside its own; the unit
-    move along the first (mostly ``x8``) pushed the second out at every step size, the
-    joint move shifts ``x3`` instead."""
+    At a vertex where the failing constraints' inward normals nearly oppose each other,
+    the sum of unit moves barely moves either; equalities leaning on their band meet the
+    same way (the unit move along one pushes its neighbour out at every step size, the
+    joint move shifts another gene instead).  Cases behind these rules:
+    ``benchmarks/results/finishing_cases.md``."""
     free = ~problem.integer
     if not free.any():
         return
@@ -179,7 +177,7 @@ def _candidates(problem, x, genes, d, newton=()):
         x2 = x.copy()
         x2[ints] = [float(g2[k]) for k in ints]
         if np.any(x2[ints] < lo[ints]) or np.any(x2[ints] > hi[ints]):
-            continue  # never out of the box (RC13 was "repaired" to x4 = 77 < 78)
+            continue  # never out of the box
         yield x2, g2
 
 

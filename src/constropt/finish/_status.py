@@ -15,10 +15,10 @@ import sympy as sp
 from ._budget import MAX_FINISH_GENES, Budget, Incumbent
 from ._poles import pole_status
 from ._rays import edge_suspect, ray_probe
+from ._repair import certify_point
 from ._result import Status
 from ._verdict import UNBOUNDED_LEVEL, infeasible_status, objective_verdict
 from ._verdict import diverges as diverges_one
-from ._repair import certify_point
 
 __all__ = ["verdict", "probe_cost", "constant_note"]
 

@@ -16,7 +16,7 @@ one call each):
 
 An instance is ``converged`` when its last step is below ``1e-11`` (relative).  The
 caller accepts a candidate only if the float64 check finds it feasible and better, and
-sends the instances this did not settle to SLSQP (``_finish.py``).
+sends the instances this did not settle to SLSQP (``finish/_finish.py``).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ population is shaped ``(N, B, S)`` (genes, instances, individuals) and the param
 the last axis per instance.  Each instance has its own memory, epsilon level, best
 point, counters and termination (the same rules as ``solve``); finished instances drop
 out of the work.  Each best point is then polished within its budget and checked in
-float64 (``_finish.py``, as in ``solve``), and gets a full :class:`Result`.
+float64 (``finish/_finish.py``, as in ``solve``), and gets a full :class:`Result`.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ __all__ = ["solve_batch", "BatchResult", "BATCH_FTOL"]
 
 #: ``ftol`` of a polished batch when none is given: the search of each instance stops
 #: once its population agrees to this (relative), and the batched Newton polish
-#: (``_newton.py``, float64) takes the point the rest of the way.  With the single
-#: solve's 1e-10, the disc benchmark ran 100-160 generations instead of 60-120.
+#: (``local/_newton.py``, float64) takes the point the rest of the way, so the search
+#: need not run the generations the single solve's 1e-10 asks for.
 BATCH_FTOL = 1e-6
 
 
