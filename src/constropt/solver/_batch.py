@@ -199,13 +199,7 @@ def solve_batch(problem: Problem, parameters: Mapping[Any, Any], *, device: Any 
     t_start = time.perf_counter()
     if not isinstance(problem, Problem):
         raise OptionError("solve_batch takes a constropt.Problem declared with parameters=")
-    unsupported = {"algorithm", "restarts", "repair", "checkpoint", "callback", "progress",
-                   "on_generation"} & set(options)
-    if options.get("certify", False) not in (False, None):  # no per-instance certificates
-        unsupported.add("certify")
-    if unsupported:
-        raise OptionError(f"solve_batch does not support {', '.join(sorted(unsupported))}")
-    refuse_problem_options(options, "solve_batch")
+    _refuse_options(options)
     options, dtype = batch_defaults(problem, options, dtype)
     opts = SolveOptions.from_kwargs({**options, "restarts": 0})
     if opts.constraint_handling == "penalty":
@@ -230,6 +224,17 @@ def solve_batch(problem: Problem, parameters: Mapping[Any, Any], *, device: Any 
         feasible=np.array([r.feasible for r in results]),
         success=np.array([r.success for r in results]), parameters=pdict,
         timings=timings)
+
+
+def _refuse_options(options) -> None:
+    """:class:`OptionError` naming the options of ``solve`` that a batch does not take."""
+    unsupported = {"algorithm", "restarts", "repair", "checkpoint", "callback", "progress",
+                   "on_generation"} & set(options)
+    if options.get("certify", False) not in (False, None):  # no per-instance certificates
+        unsupported.add("certify")
+    if unsupported:
+        raise OptionError(f"solve_batch does not support {', '.join(sorted(unsupported))}")
+    refuse_problem_options(options, "solve_batch")
 
 
 def _local_first(choice, problem, opts) -> bool:

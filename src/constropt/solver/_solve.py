@@ -21,7 +21,6 @@ from ..problem._fbbt import prove_infeasible
 from ..problem._problem import Problem
 from ._build import _problem_of, _seed
 from ._checkpoint import read_checkpoint
-from ._checkpoint_folder import check_writable
 from ._checkpoint_problem import fingerprint, problem_from_data
 from ._conclude import concluded
 from ._expand import pressed_note, search_rounds
@@ -109,10 +108,9 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
     it less a share kept for the polish, and the polish stops at it.  Soft sides of the
     box expand while the best point presses on them (:func:`._expand.search_rounds`);
     the last round's point takes the exact check and the status rules, then the run's
-    optional steps (:func:`._conclude.concluded`).
+    optional steps (:func:`._conclude.concluded`).  An unwritable ``checkpoint`` fails
+    before the search: the first round's :class:`Search` checks it.
     """
-    if opts.checkpoint is not None:  # fail now, not after the whole search
-        check_writable(opts.checkpoint)
     deadline = None if opts.time_limit is None else t_start + opts.time_limit
     problem = parameter_box(problem, pvec)  # bounds that depend on parameters follow them
     watch = Stopwatch()
