@@ -137,8 +137,8 @@ def test_nfev_counts_every_evaluation(monkeypatch):
         _poles,
         _polishing,
         _rays,
+        _repair,
         _verdict,
-        _verify,
     )
     from constropt.problem import _evaluate
     from constropt.solver import _expand
@@ -157,7 +157,7 @@ def test_nfev_counts_every_evaluation(monkeypatch):
 
     # every float64 evaluation (the ray and pole probes of the verdict and the exact
     # check's repair candidates included)
-    for module in (_evaluate, _expand, _finish, _verdict, _rays, _poles, _verify):
+    for module in (_evaluate, _expand, _finish, _verdict, _rays, _poles, _repair):
         monkeypatch.setattr(module, "report_numpy", counting_report)
     monkeypatch.setattr(_polish.Counter, "add", counting_add)
     from constropt.local import _newton

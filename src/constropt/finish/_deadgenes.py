@@ -24,7 +24,7 @@ at a feasible best point:
    reach :data:`ALIVE` of a row's largest;
 3. two starts: every dead gene at its live value, and every dead gene at the median of
    the live continuous genes (where the genes share a scale); each is
-   projected onto the constraints (:func:`._newton.restore`) and polished as the
+   projected onto the constraints (:func:`constropt.local._newton.restore`) and polished as the
    bound flips' moves are (:func:`._intsearch.try_move`: SLSQP at margin 0, then 1e-9),
    and the result is kept only when it is feasible and better; from a kept point the
    trigger is tested again (at most :data:`ROUNDS` times).

@@ -66,8 +66,8 @@ def defined_fallback(problem, inst, inc: Incumbent, budget: Budget):
     Returns ``(incumbent, start)``: ``start`` is the point that lost (None when there
     was no contest), still worth a polish from: from a defined infeasible point SLSQP may
     reach a defined feasible one, and from an undefined one the projection onto the
-    constraints that starts the polish (:func:`._newton.restore`, blind to the objective)
-    may too.
+    constraints that starts the polish (:func:`constropt.local._newton.restore`, blind
+    to the objective) may too.
     """
     if getattr(inst, "defined", None) is None or not undefined(problem, inc.f) or \
             not budget.room(1):

@@ -1,11 +1,11 @@
 """Integer neighbourhood search after the polish of a mixed-integer problem.
 
-The polish (:mod:`._polish`) holds integer genes fixed, so a search that ends with one
-integer wrong stays wrong: a binary switched off, or an integer one admissible value
-away (a set such as ``{1, 2, 3, 5, 8, 10, 12}`` declared by a product equality leaves
-infeasible gaps that a DE step across is unlikely to land beyond).  This local search
-moves the integer genes of the best point and polishes the continuous genes for each
-move:
+The polish (:mod:`constropt.local._polish`) holds integer genes fixed, so a search that
+ends with one integer wrong stays wrong: a binary switched off, or an integer one
+admissible value away (a set such as ``{1, 2, 3, 5, 8, 10, 12}`` declared by a product
+equality leaves infeasible gaps that a DE step across is unlikely to land beyond).  This
+local search moves the integer genes of the best point and polishes the continuous genes
+for each move:
 
 * every value of one gene (all its values when its range holds at most
   :data:`LINE_VALUES` or an equality of its own confines it to a set, else the
@@ -123,9 +123,9 @@ def try_move(problem, start, pvec, budget: Budget):
     """One polish of the continuous genes from ``start`` (integer genes fixed) and its
     float64 check, at margin 0 and then, if it ends a hair outside, 1e-9 inside the
     constraints (:data:`MARGINS`); an infeasible end is projected
-    (:func:`._newton.restore`) and polished once more.  Where all that ends infeasible
-    and ``start`` is itself infeasible (a move sent a gene to a side), ``start`` is
-    projected and polished again from the projection, as
+    (:func:`constropt.local._newton.restore`) and polished once more.  Where all that
+    ends infeasible and ``start`` is itself infeasible (a move sent a gene to a side),
+    ``start`` is projected and polished again from the projection, as
     :func:`._polishing.polish_from` starts.  Returns ``(x, f, V, timed_out)`` of the
     first feasible end (else the last one)."""
     out = _try_from(problem, start, pvec, budget)

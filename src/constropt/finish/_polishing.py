@@ -49,20 +49,21 @@ def polish_from(problem, start, inc: Incumbent, budget: Budget, again: bool = Tr
     better.  Each float64 check of a candidate counts one evaluation.
 
     An infeasible ``start`` is first projected onto its violated constraints
-    (:func:`._newton.restore`).  Two forms of SLSQP: on the problem as given, and in
-    scaled form (genes in box units, rows by gradient norm).  The form as given goes
-    first and may spend half of what is left, so that the scaled form keeps its share;
-    where the box's widths span more than :data:`._polish.SCALED_FIRST` the scaled form
-    goes first.  Each form runs at the margins :data:`MARGINS` in turn while it ends
-    outside (:func:`_form`); the scaled form also runs where the form as given returned
-    its start (:func:`_gave_up`) or settled at a feasible end that is no KKT point
-    (:func:`._polish.stationarity` above :data:`._polish.STATIONARY`: the scaled form
+    (:func:`constropt.local._newton.restore`).  Two forms of SLSQP: on the problem as
+    given, and in scaled form (genes in box units, rows by gradient norm).  The form as
+    given goes first and may spend half of what is left, so that the scaled form keeps
+    its share; where the box's widths span more than
+    :data:`constropt.local._polish.SCALED_FIRST` the scaled form goes first.  Each form
+    runs at the margins :data:`MARGINS` in turn while it ends outside (:func:`_form`);
+    the scaled form also runs where the form as given returned its start
+    (:func:`_gave_up`) or settled at a feasible end that is no KKT point (its
+    :func:`constropt.local._polish.stationarity` above ``STATIONARY``: the scaled form
     then starts from that end).
 
     A better point on a side of the box where a partial derivative is not finite
     (``x2**0.6`` at ``x2 = 0``) is polished once more from there, that gene held
-    (:func:`._polish.singular_sides`): SLSQP reaches such a side mid-run and stops on a
-    singular matrix.
+    (:func:`constropt.local._polish.singular_sides`): SLSQP reaches such a side mid-run
+    and stops on a singular matrix.
 
     Returns ``(incumbent, stop)``; ``stop`` when the budget or its deadline is spent.
     Ctrl-C raises :class:`PolishInterrupted` whose ``state`` is the incumbent with the
@@ -106,7 +107,7 @@ def polish_from(problem, start, inc: Incumbent, budget: Budget, again: bool = Tr
 def _form(problem, start, inc, budget, scaled: bool, keep, info: dict):
     """One form of SLSQP from ``start`` at the margins :data:`MARGINS` in turn, until an
     end settles it: SLSQP's own feasible end, or an end a hair outside
-    (:func:`._polish.hair_outside`) projected back in.  ``keep``: evaluations left to
+    (:func:`constropt.local._polish.hair_outside`) projected back in.  ``keep``: evaluations left to
     the other form (None: none kept).  Returns ``(incumbent, stop, settled, (x, V) of
     the last end, info)``; ``info`` is SLSQP's of the last run (as given when none
     ran)."""
@@ -151,11 +152,11 @@ def _form(problem, start, inc, budget, scaled: bool, keep, info: dict):
 
 
 def _project_end(problem, cand, f_c, V_c, hair: bool, pvec, budget):
-    """An SLSQP end outside the feasible set projected back (:func:`._newton.restore`,
-    aimed :data:`._newton.INSIDE` within); an end a hair outside is also aimed only as
-    far inside as it is outside, that projection kept where it is feasible and a real
-    gain (:func:`._polish.real_gain`: a gain at rounding level is not taken).  Returns
-    the candidate ``(x, f, V)``."""
+    """An SLSQP end outside the feasible set projected back
+    (:func:`constropt.local._newton.restore`, aimed ``INSIDE`` within); an end a hair
+    outside is also aimed only as far inside as it is outside, that projection kept
+    where it is feasible and a real gain (:func:`constropt.local._polish.real_gain`: a
+    gain at rounding level is not taken).  Returns the candidate ``(x, f, V)``."""
     end, hair_v = cand, float(np.max(V_c))
     for inside in (INSIDE, hair_v) if hair else (INSIDE,):
         x_r, used = restore(problem, end, pvec, budget.lend(), inside=inside)

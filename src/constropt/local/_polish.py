@@ -301,7 +301,7 @@ def stationarity(problem, x: np.ndarray, pvec: np.ndarray):
     missing or not finite (no verdict: a kink or a singular side).  One evaluation of
     the leaves and one of the derivatives.
     """
-    from scipy.optimize import nnls
+    from scipy.optimize import nnls  # scipy.optimize costs its import only when used
 
     free = ~problem.integer
     L = len(problem.leaves)
