@@ -185,6 +185,20 @@ def test_polish_reserve_grows_with_the_continuous_genes():
     assert Budget.plan(None, True, 264, genes=22).search is None
 
 
+def test_budget_counts_what_the_finishing_steps_spend():
+    plan = Budget.plan(1_000, True, 40, genes=2)
+    budget = plan.after(900)  # the search's evaluations; the plan itself is not spent
+    assert (plan.used, budget.used, budget.left()) == (0, 900, 100)
+    budget.spend(70)
+    assert budget.left() == 30 and budget.room(30) and not budget.room(31)
+    assert budget.lend() == 10  # KEEP_BACK (20) held back for the checks after a step
+    budget.spend(25)
+    assert budget.lend() == 0 and budget.left() == 5  # never a negative loan
+    assert not budget.expired() and Budget(None, deadline=0.0).expired()
+    free = Budget(None).after(10**9)
+    assert free.left() is None and free.lend() is None and free.room(10**9)
+
+
 def test_independent_restart_stops_after_its_short_window():
     # G08's first run finds the optimum; the GA's "auto" restart cannot improve on it,
     # so it stops after stagnation // 3 quiet generations instead of a whole second run

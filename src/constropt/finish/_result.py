@@ -14,6 +14,7 @@ import numpy as np
 
 from .._errors import SolveFailedError
 from ..engine._status import Status
+from ..problem._scipy import result_to_scipy
 
 __all__ = ["Status", "History", "Result", "FrozenDict", "add_up", "run_timings", "Stopwatch",
            "raise_if_failed"]
@@ -308,8 +309,6 @@ class Result:
         -------
         scipy.optimize.OptimizeResult
         """
-        from ..problem._scipy import result_to_scipy
-
         return result_to_scipy(self)
 
     def to_dict(self) -> dict:
