@@ -2,7 +2,7 @@
 
 ``solve`` with defaults, interleaved seed by seed in one process, with the Newton
 restoration (``local/_newton.py``, ``restore``) and the bound flips
-(``finish/_intsearch.py``, ``bound_flips``) on ("new") and replaced by no-ops ("old").
+(``finish/_flips.py``, ``bound_flips``) on ("new") and replaced by no-ops ("old").
 The integer search never runs on these continuous problems.  Prints the median wall
 time of each and the ratio new / old, and the median evaluations.
 
@@ -27,17 +27,20 @@ def main() -> None:
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     import constropt
+    import constropt.finish._deadgenes as deadgenes
     import constropt.finish._intsearch as intsearch
+    import constropt.finish._polishing as polishing
     import constropt.local._newton as newton
     from constropt import benchmarks
 
-    restore, flips = newton.restore, intsearch.bound_flips
+    restore, flips = newton.restore, polishing.bound_flips
+    callers = (polishing, intsearch, deadgenes)  # the modules that call restore
 
-    def no_restore(problem, x0, pvec, max_evals=None, iters=30):
+    def no_restore(problem, x0, pvec, max_evals=None, iters=30, inside=None):
         return np.asarray(x0, dtype=float).copy(), 0
 
-    def no_flips(problem, best, f, V, pvec, max_evals, nfev, deadline=None):
-        return best, f, V, nfev, False
+    def no_flips(problem, inc, budget):
+        return inc, False
 
     print("| problem | new s (median) | old s (median) | new / old | new evals | old evals |")
     print("|---|---|---|---|---|---|")
@@ -48,8 +51,9 @@ def main() -> None:
         ev = {"new": [], "old": []}
         for seed in range(args.reps):
             for mode in ("new", "old"):
-                newton.restore = restore if mode == "new" else no_restore
-                intsearch.bound_flips = flips if mode == "new" else no_flips
+                for module in callers:
+                    module.restore = restore if mode == "new" else no_restore
+                polishing.bound_flips = flips if mode == "new" else no_flips
                 t0 = time.perf_counter()
                 res = constropt.solve(problem, seed=seed)
                 t[mode].append(time.perf_counter() - t0)
@@ -58,7 +62,9 @@ def main() -> None:
         print(f"| {name} | {m['new']:.4f} | {m['old']:.4f} | {m['new'] / m['old']:.3f} | "
               f"{statistics.median(ev['new']):.0f} | {statistics.median(ev['old']):.0f} |",
               flush=True)
-    newton.restore, intsearch.bound_flips = restore, flips
+    for module in callers:
+        module.restore = restore
+    polishing.bound_flips = flips
 
 
 if __name__ == "__main__":

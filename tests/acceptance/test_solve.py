@@ -140,3 +140,17 @@ def test_target_stops_early():
     res = constropt.solve(F3, C3, bounds={x: (0, 5), z: (-5, 5)}, seed=0, target=-1.0,
                           check_every=1)
     assert res.status is Status.TARGET and res.fun <= -1.0
+
+
+@pytest.mark.parametrize("name", ["G06", "ex1221", "HS044"])
+def test_solve_and_search_result_finish_through_the_same_path(name):
+    # one finishing path for every mode: the same search, polished, checked and judged
+    # the same way, gives the same point, evaluations, status and message
+    from constropt import benchmarks
+
+    problem = benchmarks.get(name).problem()
+    a = constropt.solve(problem, seed=1, max_evals=20_000, progress=False)
+    b = constropt.Search(problem, seed=1, max_evals=20_000, progress=False).result()
+    assert np.array_equal(a.x_array, b.x_array) and a.fun == b.fun
+    assert (a.nfev, a.status, a.message) == (b.nfev, b.status, b.message)
+    assert a.nfev <= 20_000

@@ -18,9 +18,29 @@ import sympy as sp
 
 import constropt
 from constropt import benchmarks
+from constropt.finish._budget import Budget, Incumbent
 from constropt.finish._deadgenes import dead_genes, revive
-from constropt.finish._finish import polish_from
+from constropt.finish._polishing import polish_from
 from constropt.finish._verdict import check_point
+
+
+def _move(step, problem, x, f, V, pvec, max_evals, nfev=0):
+    """``step`` (a finishing move) from the incumbent ``(x, f, V)`` with the budget
+    ``max_evals`` of which ``nfev`` are spent: ``(x, f, V, evaluations spent in all,
+    stop)``."""
+    budget = Budget(max_evals, used=nfev)
+    inc, stop = step(problem, Incumbent(x, f, V, pvec), budget)
+    return inc.x, inc.f, inc.V, budget.used, stop
+
+
+def _polish_from(problem, start, pvec, x, f, V, max_evals, nfev=0):
+    """:func:`polish_from` from ``start`` with the incumbent ``(x, f, V)`` and the budget
+    ``max_evals`` of which ``nfev`` are spent: ``(x, f, V, evaluations spent in all,
+    stop)``."""
+    budget = Budget(max_evals, used=nfev)
+    inc, stop = polish_from(problem, start, Incumbent(x, f, V, pvec), budget)
+    return inc.x, inc.f, inc.V, budget.used, stop
+
 
 C = (0, 1, 5, 8)
 Z = sum(math.exp(-c) for c in C)
@@ -53,9 +73,9 @@ def test_dead_genes_found_and_revived_to_the_optimum():
     dead, used = dead_genes(problem, x0, pvec)
     assert dead.tolist() == [2, 3] and used == 5  # the point, then 2 probes per gene
     # the failure class: the polish alone does not move them
-    _, f_p, V_p, _, _ = polish_from(problem, x0, pvec, x0, f0, V0, None, 0)
+    _, f_p, V_p, _, _ = _polish_from(problem, x0, pvec, x0, f0, V0, None, 0)
     assert np.all(V_p == 0) and f_p - F_STAR > 5e-3
-    x, f, V, nfev, stop = revive(problem, x0, f0, V0, pvec, None, 0)
+    x, f, V, nfev, stop = _move(revive, problem, x0, f0, V0, pvec, None, 0)
     assert not stop and np.all(V == 0) and nfev > used
     # |h| <= 1e-8 admits f about 1e-8 below f* (the multiplier of sum y = 1 is ln Z);
     # SLSQP's ftol 1e-12 leaves less than that above it
@@ -74,7 +94,7 @@ def test_a_stationary_gene_is_not_dead():
     dead, used = dead_genes(problem, x0, pvec)
     assert dead.size == 0 and used == 3
     f0, V0 = check_point(problem, x0, pvec)
-    x1, f1, V1, nfev, stop = revive(problem, x0, f0, V0, pvec, None, 0)
+    x1, f1, V1, nfev, stop = _move(revive, problem, x0, f0, V0, pvec, None, 0)
     assert not stop and nfev == 3 and np.array_equal(x1, x0) and f1 == f0
 
 
@@ -85,7 +105,7 @@ def test_no_dead_gene_costs_one_evaluation():
     f0, V0 = check_point(problem, x0, pvec)
     dead, used = dead_genes(problem, x0, pvec)
     assert dead.size == 0 and used == 1
-    x1, f1, _, nfev, stop = revive(problem, x0, f0, V0, pvec, None, 0)
+    x1, f1, _, nfev, stop = _move(revive, problem, x0, f0, V0, pvec, None, 0)
     assert not stop and nfev == 1 and np.array_equal(x1, x0) and f1 == f0
 
 
@@ -95,7 +115,7 @@ def test_revive_keeps_to_the_budget():
     x0 = _dead_start()
     f0, V0 = check_point(problem, x0, pvec)
     for limit in (10, 150, 400):
-        x, f, V, nfev, _ = revive(problem, x0, f0, V0, pvec, limit, 0)
+        x, f, V, nfev, _ = _move(revive, problem, x0, f0, V0, pvec, limit, 0)
         assert nfev <= limit and np.all(V == 0) and f <= f0
 
 

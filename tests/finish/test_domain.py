@@ -21,8 +21,9 @@ import constropt
 from constropt import Status
 from constropt.engine._driver import Best, Instance, merge_defined
 from constropt.engine._ga import Population
+from constropt.finish._budget import Budget
 from constropt.finish._defined import replaces, result_key
-from constropt.finish._finish import Budget, finish
+from constropt.finish._finish import finish
 
 x, y, c = sp.symbols("x y c")
 # min (x - y) - log(x - y): undefined where x <= y (half the box); minimum 1 at x - y = 1

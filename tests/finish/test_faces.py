@@ -17,9 +17,20 @@ import sympy as sp
 
 import constropt
 from constropt import benchmarks
-from constropt.finish._intsearch import bound_flips, integer_search
+from constropt.finish._budget import Budget, Incumbent
+from constropt.finish._flips import bound_flips
+from constropt.finish._intsearch import integer_search
 from constropt.finish._verdict import check_point
 from constropt.local._newton import restore
+
+
+def _move(step, problem, x, f, V, pvec, max_evals, nfev=0):
+    """``step`` (a finishing move) from the incumbent ``(x, f, V)`` with the budget
+    ``max_evals`` of which ``nfev`` are spent: ``(x, f, V, evaluations spent in all,
+    stop)``."""
+    budget = Budget(max_evals, used=nfev)
+    inc, stop = step(problem, Incumbent(x, f, V, pvec), budget)
+    return inc.x, inc.f, inc.V, budget.used, stop
 
 
 def _units_problem():
@@ -41,7 +52,7 @@ def test_integer_move_onto_a_bound_fixed_by_a_constraint():
     x0 = np.array([at[k] for k in order])
     f0, V0 = check_point(problem, x0, pvec)
     assert np.all(V0 == 0) and f0 == pytest.approx(22.16)
-    x, f, V, _, stop = integer_search(problem, x0, f0, V0, pvec, None, 0)
+    x, f, V, _, stop = _move(integer_search, problem, x0, f0, V0, pvec, None, 0)
     assert not stop and np.all(V == 0)
     # n = 1 with t = 4 exactly, b = 4, s = 1/2: 14 (a 1e-9 margin made the polish of
     # n = 1 fail, leaving s where it was)
@@ -66,7 +77,7 @@ def test_flip_with_a_partner_reaches_the_face():
     x0 = np.array([1.0, 0.5, 0.9])  # a local optimum: f = -0.1, u on its upper side
     f0, V0 = check_point(problem, x0, pvec)
     assert np.all(V0 == 0) and f0 == pytest.approx(-0.1)
-    x, f, V, _, stop = bound_flips(problem, x0, f0, V0, pvec, None, 0)
+    x, f, V, _, stop = _move(bound_flips, problem, x0, f0, V0, pvec, None, 0)
     assert not stop and np.all(V == 0)
     assert abs(x[1]) <= 1e-9  # on the face v = 0 (SLSQP's end; rounding-level off it)
     assert f == pytest.approx(-1.0, abs=1e-8)  # SLSQP's tolerance on a linear objective
@@ -103,7 +114,7 @@ def test_flip_from_rc03_local_optimum_projects_its_start():
                    141.45996000003908])
     f0, V0 = check_point(problem, x0, pvec)
     assert np.all(V0 == 0) and f0 == pytest.approx(-142.7193290531733, abs=1e-6)
-    x, f, V, nfev, stop = bound_flips(problem, x0, f0, V0, pvec, 500_000, 0)
+    x, f, V, nfev, stop = _move(bound_flips, problem, x0, f0, V0, pvec, 500_000, 0)
     assert not stop and np.all(V == 0)
     # on the face x2 = x4 = 0 (their lower sides; SLSQP's end, to rounding on any BLAS)
     assert abs(x[1]) <= 1e-9 and abs(x[3]) <= 1e-9

@@ -15,10 +15,29 @@ import sympy as sp
 
 import constropt
 from constropt import benchmarks
-from constropt.finish._finish import polish_from
+from constropt.finish._budget import Budget, Incumbent
 from constropt.finish._intsearch import integer_search
+from constropt.finish._polishing import polish_from
 from constropt.finish._verdict import check_point
 from constropt.local._newton import restore
+
+
+def _move(step, problem, x, f, V, pvec, max_evals, nfev=0):
+    """``step`` (a finishing move) from the incumbent ``(x, f, V)`` with the budget
+    ``max_evals`` of which ``nfev`` are spent: ``(x, f, V, evaluations spent in all,
+    stop)``."""
+    budget = Budget(max_evals, used=nfev)
+    inc, stop = step(problem, Incumbent(x, f, V, pvec), budget)
+    return inc.x, inc.f, inc.V, budget.used, stop
+
+
+def _polish_from(problem, start, pvec, x, f, V, max_evals, nfev=0):
+    """:func:`polish_from` from ``start`` with the incumbent ``(x, f, V)`` and the budget
+    ``max_evals`` of which ``nfev`` are spent: ``(x, f, V, evaluations spent in all,
+    stop)``."""
+    budget = Budget(max_evals, used=nfev)
+    inc, stop = polish_from(problem, start, Incumbent(x, f, V, pvec), budget)
+    return inc.x, inc.f, inc.V, budget.used, stop
 
 
 def _setup(name):
@@ -34,7 +53,7 @@ def test_binary_swap_reaches_ex1221_optimum():
     x = np.array([math.sqrt(1.25), 1.5 ** (2 / 3), 0, 1, 0], dtype=float)
     f0, V0 = check_point(problem, x, pvec)
     assert np.all(V0 == 0) and f0 > bench.f_star + 0.4
-    xb, f, V, nfev, stop = integer_search(problem, x, f0, V0, pvec, 500_000, 0)
+    xb, f, V, nfev, stop = _move(integer_search, problem, x, f0, V0, pvec, 500_000, 0)
     assert not stop and np.all(V == 0)
     assert xb[2:].tolist() == [0, 1, 1]
     # eq_tol 1e-6 lets f go a few 1e-6 below the exact optimum
@@ -52,7 +71,7 @@ def test_four_flip_move_of_ex1224_by_enumeration():
                   1, 1, 0, 0, 1, 1, 1, 0], dtype=float)
     f0, V0 = check_point(problem, x, pvec)
     assert np.all(V0 == 0) and f0 == pytest.approx(-0.931588, abs=1e-6)
-    xb, f, V, _, _ = integer_search(problem, x, f0, V0, pvec, 500_000, 0)
+    xb, f, V, _, _ = _move(integer_search, problem, x, f0, V0, pvec, 500_000, 0)
     assert np.all(V == 0)
     assert xb[3:].tolist() == [0, 1, 1, 1, 0, 1, 1, 0]
     assert f == pytest.approx(bench.f_star, abs=1e-6)  # f* printed to 7 digits
@@ -62,11 +81,11 @@ def test_integer_search_respects_the_budget():
     bench, problem, pvec = _setup("ex1221")
     x = np.array([math.sqrt(1.25), 1.5 ** (2 / 3), 0, 1, 0], dtype=float)
     f0, V0 = check_point(problem, x, pvec)
-    *_, nfev, stop = integer_search(problem, x, f0, V0, pvec, 10, 0)
+    *_, nfev, stop = _move(integer_search, problem, x, f0, V0, pvec, 10, 0)
     assert stop and nfev <= 10
     # 30 evaluations: the screened enumeration polishes the best assignment first (5
     # evaluations) and proves the others no better, so it may finish within them
-    _, f, _, nfev, stop = integer_search(problem, x, f0, V0, pvec, 30, 0)
+    _, f, _, nfev, stop = _move(integer_search, problem, x, f0, V0, pvec, 30, 0)
     assert nfev <= 30 and (stop or f == pytest.approx(bench.f_star, abs=1e-5))
 
 
@@ -74,7 +93,7 @@ def test_continuous_problem_is_left_alone():
     bench, problem, pvec = _setup("HS035")
     x = np.array(bench.x_star)
     f0, V0 = check_point(problem, x, pvec)
-    assert integer_search(problem, x, f0, V0, pvec, None, 7)[3:] == (7, False)
+    assert _move(integer_search, problem, x, f0, V0, pvec, None, 7)[3:] == (7, False)
 
 
 # HS107's best point after the search of seed 0 (before): off the manifold of its six
@@ -99,7 +118,7 @@ def test_polish_from_an_infeasible_start_reaches_hs107_optimum():
     bench, problem, pvec = _setup("HS107")
     x0 = np.array(HS107_STUCK)
     f0, V0 = check_point(problem, x0, pvec)
-    x, f, V, nfev, _ = polish_from(problem, x0, pvec, x0, f0, V0, None, 0)
+    x, f, V, nfev, _ = _polish_from(problem, x0, pvec, x0, f0, V0, None, 0)
     assert np.all(V == 0)
     # the polish may lean on the equality band |h| <= 1e-6: f* less at most the band
     # times the sum of |multipliers| at x* (4335 + 4091 + 5208 + 0.05: 0.0136)
@@ -125,7 +144,7 @@ def test_solve_defaults_on_ex1221(seed):
 def test_bound_flip_mirrors_rc04_residence_times():
     # RC04's search ends at (x5, x6) = (16, 1e-5), a local optimum 0.0134 worse; the
     # optimum is the mirror (1e-5, 16), which SLSQP cannot reach from a box side
-    from constropt.finish._intsearch import bound_flips
+    from constropt.finish._flips import bound_flips
 
     bench, problem, pvec = _setup("RC04")
     x0 = np.clip([0.3908774557935216, 0.39077707837620507, 0.37466138700520596,
@@ -133,7 +152,7 @@ def test_bound_flip_mirrors_rc04_residence_times():
                  problem.lower, problem.upper)
     f0, V0 = check_point(problem, x0, pvec)
     assert f0 - bench.f_star > 0.013
-    x, f, V, nfev, stop = bound_flips(problem, x0, f0, V0, pvec, 500_000, 0)
+    x, f, V, nfev, stop = _move(bound_flips, problem, x0, f0, V0, pvec, 500_000, 0)
     assert not stop and np.all(V == 0)
     assert x[4] == pytest.approx(problem.lower[4]) and x[5] > 15  # the mirror
     # eq_tol 1e-4 (CEC 2020): f* itself leans on the band, so meet it within 1e-6
@@ -141,12 +160,12 @@ def test_bound_flip_mirrors_rc04_residence_times():
 
 
 def test_bound_flips_leave_an_interior_point_alone():
-    from constropt.finish._intsearch import bound_flips
+    from constropt.finish._flips import bound_flips
 
     bench, problem, pvec = _setup("HS065")  # x* is interior (an active ball)
     x = np.array(bench.x_star)
     f0, V0 = check_point(problem, x, pvec)
-    assert bound_flips(problem, x, f0, V0, pvec, None, 5)[3:] == (5, False)
+    assert _move(bound_flips, problem, x, f0, V0, pvec, None, 5)[3:] == (5, False)
 
 
 @pytest.mark.parametrize("seed", [3, 4])
@@ -181,7 +200,7 @@ def test_branch_and_bound_reaches_integer_optimum_past_infeasible_band(start):
     x0 = np.array(start, dtype=float)
     f0, V0 = check_point(problem, x0, pvec)
     assert np.all(V0 == 0) == (start[0] + start[1] == 20)
-    xb, f, V, nfev, stop = integer_search(problem, x0, f0, V0, pvec, 500_000, 0)
+    xb, f, V, nfev, stop = _move(integer_search, problem, x0, f0, V0, pvec, 500_000, 0)
     assert not stop and np.all(V == 0)
     assert xb[:2].tolist() == [15, 15]
     # the default eq_tol 1e-4 on x * 30 = 100 lets x (and f) go 3.3e-6 below 10/3
@@ -194,14 +213,14 @@ def test_branch_and_bound_keeps_the_optimum_and_stops_within_budget():
     pvec = problem.parameter_vector(None)
     x0 = np.array([15, 15, 100 / 30])
     f0, V0 = check_point(problem, x0, pvec)
-    xb, f, V, nfev, stop = integer_search(problem, x0, f0, V0, pvec, 500_000, 0)
+    xb, f, V, nfev, stop = _move(integer_search, problem, x0, f0, V0, pvec, 500_000, 0)
     assert not stop and xb.tolist() == x0.tolist() and f == f0
     # from an infeasible point only the branch-and-bound runs: its polishes keep to
     # the budget
     x1 = np.array([12, 10, 100 / 22])
     f1, V1 = check_point(problem, x1, pvec)
     for budget in (10, 30, 60):
-        xb, f, V, nfev, stop = integer_search(problem, x1, f1, V1, pvec, budget, 0)
+        xb, f, V, nfev, stop = _move(integer_search, problem, x1, f1, V1, pvec, budget, 0)
         assert nfev <= budget
         assert stop or (np.all(V == 0) and f == pytest.approx(BAND_F_STAR, abs=1e-5))
 

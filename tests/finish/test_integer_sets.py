@@ -16,7 +16,18 @@ import pytest
 import sympy as sp
 
 import constropt
+from constropt.finish._budget import Budget, Incumbent
 from constropt.finish._snap import integer_sets
+
+
+def _move(step, problem, x, f, V, pvec, max_evals, nfev=0):
+    """``step`` (a finishing move) from the incumbent ``(x, f, V)`` with the budget
+    ``max_evals`` of which ``nfev`` are spent: ``(x, f, V, evaluations spent in all,
+    stop)``."""
+    budget = Budget(max_evals, used=nfev)
+    inc, stop = step(problem, Incumbent(x, f, V, pvec), budget)
+    return inc.x, inc.f, inc.V, budget.used, stop
+
 
 ALLOWED = (1, 2, 3, 5, 8, 10, 12)
 a = sp.symbols("a1:4", integer=True)
@@ -128,7 +139,7 @@ def test_screen_from_an_infeasible_truss_end_reaches_the_optimum():
     x0 = np.array([10.0, 5.0, 1.0, 9.570296])
     f0, V0 = check_point(problem, x0, pvec)
     assert not np.all(V0 == 0)
-    xb, f, V, nfev, stop = integer_search(problem, x0, f0, V0, pvec, 2_000, 0)
+    xb, f, V, nfev, stop = _move(integer_search, problem, x0, f0, V0, pvec, 2_000, 0)
     assert np.all(V == 0) and not stop
     assert tuple(xb[:3]) == (12, 5, 1) and f == pytest.approx(bench.f_star, abs=1e-9)
     assert 0 < nfev <= 2_000
@@ -148,7 +159,7 @@ def test_screen_from_an_infeasible_end_keeps_it_when_no_assignment_is_feasible()
     pvec = np.zeros(0)
     x0 = np.array([10.0, 5.0, 1.0, 9.570296])
     f0, V0 = check_point(problem, x0, pvec)
-    xb, f, V, nfev, stop = integer_search(problem, x0, f0, V0, pvec, 3_000, 0)
+    xb, f, V, nfev, stop = _move(integer_search, problem, x0, f0, V0, pvec, 3_000, 0)
     assert not np.all(V == 0) and not stop
     assert np.array_equal(xb, x0) and f == f0
     assert nfev == 0
@@ -171,7 +182,7 @@ def test_screened_move_starts_inside_the_propagated_box():
                    14.99977165711587])
     f0, V0 = check_point(problem, x0, pvec)
     assert np.all(V0 == 0) and f0 == pytest.approx(107.375143, abs=1e-5)
-    xb, f, V, nfev, stop = integer_search(problem, x0, f0, V0, pvec, 500_000, 0)
+    xb, f, V, nfev, stop = _move(integer_search, problem, x0, f0, V0, pvec, 500_000, 0)
     assert np.all(V == 0) and not stop
     assert tuple(xb[4:6]) == (1, 0)
     assert f == pytest.approx(bench.f_star, abs=1e-4)  # the CEC rule
@@ -192,7 +203,7 @@ def test_truss_screen_move_costs_a_few_evaluations(areas):
     x0 = np.array([i1, i2, i3, 0.15 * i1 * i2 + 0.14142135 * i2 * i3 + 0.1319 * i1 * i3])
     f0, V0 = check_point(problem, x0, pvec)
     assert np.all(V0 == 0)
-    xb, f, V, nfev, stop = integer_search(problem, x0, f0, V0, pvec, 500_000, 0)
+    xb, f, V, nfev, stop = _move(integer_search, problem, x0, f0, V0, pvec, 500_000, 0)
     assert tuple(xb[:3]) == (12, 5, 1) and np.all(V == 0)
     assert f == pytest.approx(bench.f_star, abs=1e-9)
     assert nfev <= 20  # SLSQP from inside the band: a handful

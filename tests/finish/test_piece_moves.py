@@ -8,8 +8,19 @@ import pytest
 import sympy as sp
 
 import constropt
+from constropt.finish._budget import Budget, Incumbent
 from constropt.finish._pieces import EDGE, breakpoints, piece_moves
 from constropt.finish._verdict import check_point
+
+
+def _move(step, problem, x, f, V, pvec, max_evals, nfev=0):
+    """``step`` (a finishing move) from the incumbent ``(x, f, V)`` with the budget
+    ``max_evals`` of which ``nfev`` are spent: ``(x, f, V, evaluations spent in all,
+    stop)``."""
+    budget = Budget(max_evals, used=nfev)
+    inc, stop = step(problem, Incumbent(x, f, V, pvec), budget)
+    return inc.x, inc.f, inc.V, budget.used, stop
+
 
 x, y, a = sp.symbols("x y a", real=True)
 
@@ -53,7 +64,7 @@ def test_the_move_leaves_a_local_optimum_on_the_edge_of_a_piece():
     start = np.array([1.0, 1.0])
     f0, V0 = check_point(p, start, pv)
     assert f0 == pytest.approx(6.0)
-    xb, fb, Vb, nfev, stop = piece_moves(p, start, f0, V0, pv, 10_000, 0)
+    xb, fb, Vb, nfev, stop = _move(piece_moves, p, start, f0, V0, pv, 10_000, 0)
     assert not stop and np.all(Vb == 0) and nfev > 0
     assert fb == pytest.approx(0.0, abs=1e-8)  # atol: the optimum is 0
     assert xb == pytest.approx([-2.0, -2.0], abs=1e-4)
@@ -69,7 +80,7 @@ def test_a_strict_end_of_a_piece_is_respected():
     start = np.array([200.0, 0.5])  # the upper piece's best: 800
     f0, V0 = check_point(p, start, pv)
     assert f0 == pytest.approx(800.0)
-    xb, fb, Vb, _, _ = piece_moves(p, start, f0, V0, pv, 10_000, 0)
+    xb, fb, Vb, _, _ = _move(piece_moves, p, start, f0, V0, pv, 10_000, 0)
     assert np.all(Vb == 0)
     assert 100.0 - 2 * EDGE * 100 <= xb[0] < 100.0
     assert fb == pytest.approx(-100.0, rel=1e-9)
@@ -80,7 +91,7 @@ def test_no_piecewise_costs_nothing():
     pv = p.parameter_vector(None)
     start = np.array([0.5, 0.5])
     f0, V0 = check_point(p, start, pv)
-    out = piece_moves(p, start, f0, V0, pv, 10_000, 7)
+    out = _move(piece_moves, p, start, f0, V0, pv, 10_000, 7)
     assert out[3] == 7 and out[1] == f0
 
 

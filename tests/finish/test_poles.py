@@ -18,6 +18,7 @@ import sympy as sp
 
 import constropt
 from constropt import Status
+from constropt.finish._budget import Budget, Incumbent
 from constropt.finish._poles import POLE_SUSPECT, pole_cost, pole_probe, pole_status
 
 x, y, a = sp.symbols("x y a")
@@ -104,16 +105,17 @@ def test_probe_stays_within_its_budget():
         assert got.used <= budget
     # the budget leaves the screening undone at an objective beyond POLE_SUSPECT: failed
     assert f <= -POLE_SUSPECT
-    status, message, nfev = pole_status(problem, problem, pt, f, np.zeros(0),
-                                        Status.CONVERGED, 100, 103, Status.CONVERGED,
-                                        "converged")
-    assert status is Status.NOT_CONFIRMED and nfev <= 103
+    budget = Budget(103, used=100)
+    status, message = pole_status(problem, problem, Incumbent(pt, f, np.zeros(0), np.zeros(0)),
+                                  Status.CONVERGED, budget, Status.CONVERGED, "converged")
+    assert status is Status.NOT_CONFIRMED and budget.used <= 103
     assert "budget ran out before the pole probe" in message
     # an ordinary objective the budget left unprobed keeps its status
-    status, _, nfev = pole_status(problem, problem, np.array([0.5, -0.5]), 1.0,
-                                  np.zeros(0), Status.CONVERGED, 100, 103,
-                                  Status.CONVERGED, "converged")
-    assert status is Status.CONVERGED and nfev <= 103
+    budget = Budget(103, used=100)
+    status, _ = pole_status(problem, problem,
+                            Incumbent(np.array([0.5, -0.5]), 1.0, np.zeros(0), np.zeros(0)),
+                            Status.CONVERGED, budget, Status.CONVERGED, "converged")
+    assert status is Status.CONVERGED and budget.used <= 103
 
 
 #: Bounded problems with large finite optima next to a pole: ``(objective, constraints,

@@ -12,13 +12,24 @@ import sympy as sp
 
 import constropt
 from constropt.benchmarks import get
-from constropt.finish._finish import polish_from
+from constropt.finish._budget import Budget, Incumbent
+from constropt.finish._polishing import polish_from
+from constropt.finish._repair import _jacobian, _newton_moves, certify_point
 from constropt.finish._verdict import check_point
-from constropt.finish._verify import _jacobian, _newton_moves, certify_point
 from constropt.local._newton import INSIDE, restore
 from constropt.local._polish import STATIONARY, stationarity
 from constropt.solver._build import default_restarts, independent_restarts
 from constropt.solver._options import SolveOptions
+
+
+def _polish_from(problem, start, pvec, x, f, V, max_evals, nfev=0):
+    """:func:`polish_from` from ``start`` with the incumbent ``(x, f, V)`` and the budget
+    ``max_evals`` of which ``nfev`` are spent: ``(x, f, V, evaluations spent in all,
+    stop)``."""
+    budget = Budget(max_evals, used=nfev)
+    inc, stop = polish_from(problem, start, Incumbent(x, f, V, pvec), budget)
+    return inc.x, inc.f, inc.V, budget.used, stop
+
 
 # the GA's final point on RC02 at seed 24 (500,000 evaluations): float64 finds it
 # feasible; exactly, x3 + 1e4 x8 - 5e6 is 6e-11 past its band |h| <= 1e-4 while
@@ -128,7 +139,7 @@ def test_polish_runs_the_scaled_form_from_a_stalled_end():
     bench, p, pv = _bench("HS062")
     x0 = np.array(HS062_GA_START)
     f0, V0 = check_point(p, x0, pv)
-    x, f, V, _, stop = polish_from(p, x0, pv, x0, f0, V0, 223_478, 0)
+    x, f, V, _, stop = _polish_from(p, x0, pv, x0, f0, V0, 223_478, 0)
     assert not stop and np.all(V == 0)
     # before: SLSQP as given ended with status 0 at f* + 0.0015 (KKT residual 4.8e-4)
     assert f <= bench.f_star + 1e-4
@@ -162,7 +173,7 @@ def test_ga_restart_leaves_the_wrong_basin_on_rc25(seed, before):
 
 
 def test_polish_reserve_grows_with_the_continuous_genes():
-    from constropt.finish._finish import RESERVE_PER_GENE, Budget
+    from constropt.finish._budget import RESERVE_PER_GENE
 
     # G22 (22 genes) at 500,000: the search ran to its share in 15 of 25 runs, and 300
     # evaluations (plus the last generation's rest) left 3 of them infeasible
@@ -172,6 +183,20 @@ def test_polish_reserve_grows_with_the_continuous_genes():
     assert Budget.plan(1_000, True, 40, genes=22).reserve == 101   # a tenth at most
     assert Budget.plan(500_000, False, 264, genes=22).reserve == 1  # the final check
     assert Budget.plan(None, True, 264, genes=22).search is None
+
+
+def test_budget_counts_what_the_finishing_steps_spend():
+    plan = Budget.plan(1_000, True, 40, genes=2)
+    budget = plan.after(900)  # the search's evaluations; the plan itself is not spent
+    assert (plan.used, budget.used, budget.left()) == (0, 900, 100)
+    budget.spend(70)
+    assert budget.left() == 30 and budget.room(30) and not budget.room(31)
+    assert budget.lend() == 10  # KEEP_BACK (20) held back for the checks after a step
+    budget.spend(25)
+    assert budget.lend() == 0 and budget.left() == 5  # never a negative loan
+    assert not budget.expired() and Budget(None, deadline=0.0).expired()
+    free = Budget(None).after(10**9)
+    assert free.left() is None and free.lend() is None and free.room(10**9)
 
 
 def test_independent_restart_stops_after_its_short_window():

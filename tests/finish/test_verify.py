@@ -52,7 +52,7 @@ def test_cancellation_x_minus_sqrt_is_reported_uncertified():
 def test_certify_refuses_a_float64_feasible_point_it_cannot_prove():
     """The final check itself, at the point float64 accepts: no certified move exists
     (the constraint needs x >= 5e8), so the point is reported with its proven violation."""
-    from constropt.finish._verify import certify_point
+    from constropt.finish._repair import certify_point
 
     c = x - sp.sqrt(x**2 + 1) >= -1e-9
     p = constropt.Problem(x, [c], bounds={x: (0, 1e9)})
@@ -295,7 +295,7 @@ def test_repair_moves_a_continuous_ulp_before_an_integer_unit(seed):
 def test_repair_candidates_never_leave_the_box():
     """A unit move of an integer gene at its lower bound would leave the box (RC13 was
     reported feasible at x4 = 77 with x4 in [78, 102])."""
-    from constropt.finish._verify import _candidates
+    from constropt.finish._repair import _candidates
 
     n = sp.Symbol("n", integer=True)
     p = constropt.Problem(x + n, [x + n >= 78.5], bounds={x: (0, 1), n: (78, 102)})

@@ -10,9 +10,20 @@ import sympy as sp
 
 import constropt
 from constropt.benchmarks import get
-from constropt.finish._finish import polish_from
+from constropt.finish._budget import Budget, Incumbent
+from constropt.finish._polishing import polish_from
 from constropt.finish._verdict import check_point
 from constropt.local._newton import restore
+
+
+def _polish_from(problem, start, pvec, x, f, V, max_evals, nfev=0):
+    """:func:`polish_from` from ``start`` with the incumbent ``(x, f, V)`` and the budget
+    ``max_evals`` of which ``nfev`` are spent: ``(x, f, V, evaluations spent in all,
+    stop)``."""
+    budget = Budget(max_evals, used=nfev)
+    inc, stop = polish_from(problem, start, Incumbent(x, f, V, pvec), budget)
+    return inc.x, inc.f, inc.V, budget.used, stop
+
 
 # where seed 1's search ended on G22 (defaults, 500,000 evaluations): infeasible, total
 # violation 5.1e4; genes from 1 to 2e7, equality rows with coefficients 1e5 and 1
@@ -34,7 +45,7 @@ def _polish_end(name, end, budget):
     pv = p.parameter_vector(None)
     x0 = np.array(end)
     f0, V0 = check_point(p, x0, pv)
-    x, f, V, _, stop = polish_from(p, x0, pv, x0, f0, V0, budget, 0)
+    x, f, V, _, stop = _polish_from(p, x0, pv, x0, f0, V0, budget, 0)
     return bench, f0, V0, x, f, V, stop
 
 
@@ -68,22 +79,22 @@ def test_restore_moves_the_free_gene_when_the_heavy_one_sits_on_its_bound():
 def test_moves_polish_in_scaled_form_where_the_box_widths_span_far(monkeypatch):
     # the moves after the polish (bound flips, integer moves) use the same form as the
     # polish: unscaled, each of G22's 37 bound flips ran SLSQP to its iteration limit
-    import constropt.local._polish as polish_mod
-    from constropt.finish._intsearch import _try
+    from constropt.finish import _intsearch
+    from constropt.finish._intsearch import try_move
     from constropt.local._polish import wide_spread
 
     seen = []
-    real = polish_mod.polish
+    real = _intsearch.polish
 
     def spy(*args, **kwargs):
         seen.append(kwargs.get("scaled", False))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(polish_mod, "polish", spy)
+    monkeypatch.setattr(_intsearch, "polish", spy)
     g22 = get("G22").problem()
     assert wide_spread(g22)
     x0 = np.array(G22_SEARCH_END)
-    _try(g22, x0, g22.parameter_vector(None), 2_000, 0, None)
+    try_move(g22, x0, g22.parameter_vector(None), Budget(2_000))
     assert seen and all(seen)
 
     x, y = sp.symbols("x y")
@@ -91,7 +102,7 @@ def test_moves_polish_in_scaled_form_where_the_box_widths_span_far(monkeypatch):
                                bounds={x: (-5, 5), y: (-5, 5)})
     assert not wide_spread(narrow)
     seen.clear()
-    _try(narrow, np.array([1.0, 1.0]), narrow.parameter_vector(None), 2_000, 0, None)
+    try_move(narrow, np.array([1.0, 1.0]), narrow.parameter_vector(None), Budget(2_000))
     assert seen and not any(seen)
 
 
@@ -115,16 +126,16 @@ def test_an_slsqp_end_outside_that_projects_back_does_not_settle_the_polish(monk
     # only SLSQP's own feasible end (or one a hair outside) settles a form; an end
     # farther outside goes on to the next margin and form even where its projection is
     # feasible
-    from constropt.local import _polish
+    from constropt.finish import _polishing
 
     seen = []
-    real = _polish.polish
+    real = _polishing.polish
 
     def spy(problem, start, pvec, **kw):
         seen.append((kw["scaled"], kw["margin"], kw.get("info")))
         return real(problem, start, pvec, **kw)
 
-    monkeypatch.setattr(_polish, "polish", spy)
+    monkeypatch.setattr(_polishing, "polish", spy)
     ga_seed_1_end = [49.99999999651717, 1.2159384998800793, 23.538664541298157,
                      0.4785045961606251]  # f* + 1.35e4
     bench, _, _, x, f, V, _ = _polish_end("RC29", ga_seed_1_end, 50_000)

@@ -177,9 +177,9 @@ def test_ctrl_c_in_the_local_solves_interrupts_every_instance(monkeypatch):
 
 
 def test_ctrl_c_in_a_local_answer_check_stops_the_later_ones(monkeypatch):
-    from constropt.finish import _verify
+    from constropt.finish import _status
 
-    certify_point, calls = _verify.certify_point, {"n": 0}
+    certify_point, calls = _status.certify_point, {"n": 0}
 
     def once(*args, **kwargs):
         calls["n"] += 1
@@ -187,7 +187,7 @@ def test_ctrl_c_in_a_local_answer_check_stops_the_later_ones(monkeypatch):
             raise KeyboardInterrupt
         return certify_point(*args, **kwargs)
 
-    monkeypatch.setattr(_verify, "certify_point", once)
+    monkeypatch.setattr(_status, "certify_point", once)
     radii = np.array([1.0, 2.0, 3.0])
     br = constropt.solve_batch(_disc(), {r: radii}, seed=0)
     assert br[0].success and br[0].fun == pytest.approx(_exact(1.0), abs=1e-8)

@@ -20,9 +20,11 @@ import sympy as sp
 import constropt
 from constropt import Status
 from constropt.certify import _branch as _certify_branch
-from constropt.finish import _finish, _interrupt, _verify
+from constropt.finish import _finish, _interrupt, _polishing, _status
+from constropt.finish._budget import Budget, Incumbent
+from constropt.finish._verdict import check_point
 from constropt.local import _newton
-from constropt.solver import _expand, _solve
+from constropt.solver import _expand
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
@@ -82,9 +84,11 @@ def test_polish_at_a_spent_budget_evaluates_nothing():
     p = constropt.Problem(F, C, bounds=B)
     pv = p.parameter_vector()
     x0 = np.array([0.4, 1.4])
-    f0, V0 = _finish.check_point(p, x0, pv)
-    out = _finish.polish_from(p, np.array([2.0, 2.0]), pv, x0, f0, V0, 500, 500)
-    assert out[3] == 500 and out[4] is True  # nothing spent: the budget is gone
+    f0, V0 = check_point(p, x0, pv)
+    budget = Budget(500, used=500)
+    _, stop = _polishing.polish_from(p, np.array([2.0, 2.0]), Incumbent(x0, f0, V0, pv),
+                                     budget)
+    assert budget.used == 500 and stop is True  # nothing spent: the budget is gone
 
 
 # -- item 4: Ctrl-C in every phase after the search -----------------------------------------
@@ -128,7 +132,7 @@ def _assert_interrupted_with_a_point(res, feasible=True):
 
 def test_ctrl_c_in_the_float64_check_after_the_search(monkeypatch):
     polished = []
-    monkeypatch.setattr(_solve, "check_point", _raise_once(_solve.check_point))
+    monkeypatch.setattr(_finish, "check_point", _raise_once(_finish.check_point))
     monkeypatch.setattr(scipy.optimize, "minimize",
                         lambda *a, **k: polished.append(1) or pytest.fail("polished"))
     res = constropt.solve(F, C, bounds=B, seed=0, progress=False)
@@ -137,7 +141,7 @@ def test_ctrl_c_in_the_float64_check_after_the_search(monkeypatch):
 
 
 def test_ctrl_c_in_the_exact_verification(monkeypatch):
-    monkeypatch.setattr(_verify, "certify_point", _raise_once(_verify.certify_point))
+    monkeypatch.setattr(_status, "certify_point", _raise_once(_status.certify_point))
     res = constropt.solve(F, C, bounds=B, seed=0, progress=False)
     _assert_interrupted_with_a_point(res)
     # the polish ran before the interrupt: its point is the one returned
@@ -148,7 +152,7 @@ def test_ctrl_c_in_the_unboundedness_probe(monkeypatch):
     def probe(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(_finish, "diverges_one", probe)
+    monkeypatch.setattr(_status, "diverges_one", probe)
     res = constropt.solve(F, C, bounds=B, seed=0, progress=False)
     _assert_interrupted_with_a_point(res)
     assert res.fun == pytest.approx(OPT, abs=1e-7)
@@ -178,7 +182,7 @@ def test_ctrl_c_in_the_expansion_probe(monkeypatch):
 
 
 def test_ctrl_c_while_setting_up_an_expanded_search(monkeypatch):
-    monkeypatch.setattr(_solve, "_run_round", _raise_once_after(1, _solve._run_round))
+    monkeypatch.setattr(_expand, "_run_round", _raise_once_after(1, _expand._run_round))
     # x has no upper bound: the best point presses on the default box's upper side and
     # the box expands (uninterrupted: 4 expansions, then UNBOUNDED)
     with pytest.warns(constropt.BoundsWarning):
@@ -195,7 +199,7 @@ def test_a_second_ctrl_c_propagates(monkeypatch):
     def always(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(_solve, "check_point", always)
+    monkeypatch.setattr(_finish, "check_point", always)
     with pytest.raises(KeyboardInterrupt):
         constropt.solve(F, C, bounds=B, seed=0, progress=False)
 
@@ -239,7 +243,7 @@ def test_ctrl_c_in_search_result_phases(monkeypatch):
     res = constropt.Search(F, C, bounds=B, seed=0, progress=False).result()
     _assert_interrupted_with_a_point(res)
     monkeypatch.undo()
-    monkeypatch.setattr(_verify, "certify_point", _raise_once(_verify.certify_point))
+    monkeypatch.setattr(_status, "certify_point", _raise_once(_status.certify_point))
     res = constropt.Search(F, C, bounds=B, seed=0, progress=False).result()
     _assert_interrupted_with_a_point(res)
 
@@ -264,7 +268,7 @@ def test_ctrl_c_in_the_batched_newton_polish(monkeypatch):
     def newton(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(_newton, "polish_batch", newton)
+    monkeypatch.setattr(_finish, "polish_batch", newton)
     values = [0.5, 1.0, 1.5]
     br = constropt.solve_batch(_batch_problem(), {c: values}, seed=0, local_first=False)
     _assert_batch_interrupted(br, values)
@@ -273,7 +277,7 @@ def test_ctrl_c_in_the_batched_newton_polish(monkeypatch):
 def test_ctrl_c_in_a_batch_instance_stops_the_later_ones(monkeypatch):
     # the batched Newton polish settles nothing, so SLSQP polishes each instance in turn;
     # the Ctrl-C lands in the second instance's SLSQP
-    monkeypatch.setattr(_newton, "polish_batch",
+    monkeypatch.setattr(_finish, "polish_batch",
                         lambda p, X, M, left, **k: (X, np.zeros(X.shape[1], dtype=np.int64),
                                                     np.zeros(X.shape[1], dtype=bool)))
     minimize = scipy.optimize.minimize
@@ -295,7 +299,7 @@ def test_ctrl_c_in_a_batch_instance_stops_the_later_ones(monkeypatch):
 
 
 def test_ctrl_c_in_the_batch_final_checks(monkeypatch):
-    monkeypatch.setattr(_verify, "certify_point", _raise_once(_verify.certify_point))
+    monkeypatch.setattr(_status, "certify_point", _raise_once(_status.certify_point))
     values = [0.5, 1.0]
     br = constropt.solve_batch(_batch_problem(), {c: values}, seed=0, local_first=False)
     _assert_batch_interrupted(br, values)
@@ -306,7 +310,7 @@ def test_ctrl_c_in_resume_phases(monkeypatch, tmp_path):
     first = constropt.solve(F, C, bounds=B, seed=0, checkpoint=ckpt, checkpoint_every=5,
                             progress=False, callback=lambda s: s.generation >= 10)
     assert first.status is Status.CALLBACK
-    monkeypatch.setattr(_verify, "certify_point", _raise_once(_verify.certify_point))
+    monkeypatch.setattr(_status, "certify_point", _raise_once(_status.certify_point))
     res = constropt.resume(ckpt, checkpoint=tmp_path / "next.ckpt")
     _assert_interrupted_with_a_point(res)
     assert _parts(res.timings) == pytest.approx(res.timings["total"], rel=1e-9, abs=1e-9)

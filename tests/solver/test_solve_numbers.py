@@ -129,7 +129,17 @@ def test_a_fresh_first_solve_accounts_for_its_wall_time():
 
 def test_nfev_counts_every_evaluation(monkeypatch):
     counted = {"numpy": 0, "polish": 0}
-    from constropt.finish import _finish, _poles, _rays, _verdict
+    from constropt.finish import (
+        _deadgenes,
+        _finish,
+        _flips,
+        _intsearch,
+        _poles,
+        _polishing,
+        _rays,
+        _repair,
+        _verdict,
+    )
     from constropt.problem import _evaluate
     from constropt.solver import _expand
 
@@ -145,8 +155,9 @@ def test_nfev_counts_every_evaluation(monkeypatch):
         add(self)
         counted["polish"] += 1
 
-    # every float64 evaluation (the ray and pole probes of the verdict included)
-    for module in (_evaluate, _expand, _finish, _verdict, _rays, _poles):
+    # every float64 evaluation (the ray and pole probes of the verdict and the exact
+    # check's repair candidates included)
+    for module in (_evaluate, _expand, _finish, _verdict, _rays, _poles, _repair):
         monkeypatch.setattr(module, "report_numpy", counting_report)
     monkeypatch.setattr(_polish.Counter, "add", counting_add)
     from constropt.local import _newton
@@ -159,10 +170,9 @@ def test_nfev_counts_every_evaluation(monkeypatch):
         return x, used
 
     counted["restore"] = 0
-    monkeypatch.setattr(_newton, "restore", counting_restore)
-    from constropt.finish import _intsearch
-
-    partners = _intsearch._partner_moves
+    for module in (_polishing, _intsearch, _deadgenes):  # where restore is called
+        monkeypatch.setattr(module, "restore", counting_restore)
+    partners = _flips._partner_moves
 
     def counting_partners(*args, **kwargs):  # the batched probe of the bound flips' faces
         moves, used = partners(*args, **kwargs)
@@ -170,9 +180,7 @@ def test_nfev_counts_every_evaluation(monkeypatch):
         return moves, used
 
     counted["faces"] = 0
-    monkeypatch.setattr(_intsearch, "_partner_moves", counting_partners)
-    from constropt.finish import _deadgenes
-
+    monkeypatch.setattr(_flips, "_partner_moves", counting_partners)
     shares = _deadgenes._shares
 
     def counting_shares(*args, **kwargs):  # the derivatives of the dead-gene test
@@ -190,7 +198,7 @@ def test_nfev_counts_every_evaluation(monkeypatch):
         return r, used
 
     counted["kkt"] = 0
-    monkeypatch.setattr(_polish, "stationarity", counting_stationarity)
+    monkeypatch.setattr(_polishing, "stationarity", counting_stationarity)
     res = constropt.solve(F3, C3, bounds=B3, seed=0, restarts=0, progress=False)
     assert res.success
     # search evaluations + float64 checks + unboundedness probe + polish + restoration

@@ -19,6 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import OptionError
+from ..local._polish import Counter, polish
+from ..problem._evaluate import report_numpy
+from ..problem._scipy import ScipyBridge
 from ._scip import scip_available, scip_reference
 
 __all__ = ["Verdict", "ReferenceRun", "CrossCheck", "cross_check", "references_of",
@@ -114,16 +117,12 @@ class CrossCheck:
 def _check(problem, x, pvec):
     """Float64 objective (user's sense), feasibility and largest violation at ``x``: the
     check ``solve`` reports with."""
-    from ..problem._evaluate import report_numpy
-
     f, V = report_numpy(problem, np.asarray(x, dtype=np.float64).reshape(-1, 1), pvec)
     V = V[:, 0]
     return float(f[0]), bool(np.all(V == 0)), float(V.max()) if V.size else 0.0
 
 
 def _multistart(problem, pvec, starts, rng, time_limit):
-    from ..local._polish import polish
-
     t0 = time.perf_counter()
     lo, hi = problem.lower, problem.upper
     best, nfev = None, 0
@@ -144,10 +143,7 @@ def _multistart(problem, pvec, starts, rng, time_limit):
 
 
 def _de(problem, pvec, seed, maxiter):
-    from scipy.optimize import differential_evolution
-
-    from ..local._polish import Counter
-    from ..problem._scipy import ScipyBridge
+    from scipy.optimize import differential_evolution  # scipy.optimize: only when used
 
     t0 = time.perf_counter()
     counter = Counter()

@@ -4,10 +4,8 @@ A gene that enters only through ``exp(x)`` is invisible once ``x`` is far down a
 box: at ``x = -74`` every partial derivative involving it is ~1e-32 of the largest, so
 neither the search (whose differences in f and in the violations are lost to rounding)
 nor SLSQP (gradient ~0) moves it again, and the run ends above the optimum with the gene
-where the search happened to drop it.  Hock-Schittkowski 111 (chemical equilibrium,
-``sum exp(x_j) (c_j + x_j - ln sum exp(x_k))`` under three equalities in ``exp(x_j)``,
-box ``[-100, 100]``) ends that way with five of ten genes between -39 and -74 and f
-0.3 above f*, while every live gene is where it belongs.
+where the search happened to drop it (a chemical equilibrium whose species enter as
+``exp(x_j)``, on a wide box, ends that way while every live gene is where it belongs).
 
 :func:`revive` runs after the other finishing moves (:mod:`._intsearch`).  The trigger,
 at a feasible best point:
@@ -25,33 +23,36 @@ at a feasible best point:
    first live value): the live value nearest where it is, where its partial derivatives
    reach :data:`ALIVE` of a row's largest;
 3. two starts: every dead gene at its live value, and every dead gene at the median of
-   the live continuous genes (where the genes share a scale, as HS111's do); each is
-   projected onto the constraints (:func:`._newton.restore`) and polished as the
-   bound flips' moves are (:func:`._intsearch._try`: SLSQP at margin 0, then 1e-9),
+   the live continuous genes (where the genes share a scale); each is
+   projected onto the constraints (:func:`constropt.local._newton.restore`) and polished as the
+   bound flips' moves are (:func:`._intsearch.try_move`: SLSQP at margin 0, then 1e-9),
    and the result is kept only when it is feasible and better; from a kept point the
    trigger is tested again (at most :data:`ROUNDS` times).
 
 A gene whose partial derivatives are exactly 0 everywhere (absent from the problem, or
 an ``exp`` underflowed to 0 below about -745) is never dead: nothing here measures it.
+Cases behind the thresholds: ``benchmarks/results/finishing_cases.md``.
 """
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
+
+from ..local._newton import restore
+from ._budget import Budget, Incumbent
+from ._intsearch import try_move
 
 __all__ = ["dead_genes", "revive", "DEAD", "DEAD_NEAR", "ALIVE", "PROBE", "GRID", "ROUNDS"]
 
 #: A gene is dead where its partial derivatives are below this share of each row's
-#: largest.  HS111's ends put dead genes at 1e-17 .. 1e-32, and SLSQP also stalls with
-#: genes at 2e-8 .. 5e-8 (``x`` near -17); at the optimum the smallest share is 7e-4.
+#: largest (SLSQP stalls well above rounding level; a live optimum's genes stay far
+#: above it).
 DEAD = 1e-6
 #: ... and stays below this share a step (:data:`PROBE`) away either way: ``exp(x)``
 #: grows by ``e`` over a step of 1, ``x**2`` at 0 goes from nothing to the step itself.
 DEAD_NEAR = 1e-4
 #: A gene is alive again where some partial derivative reaches this share of its row's
-#: largest (HS111: ``exp(x)`` at about 1e-3 of the largest term, ``x`` near -7).
+#: largest.
 ALIVE = 1e-3
 #: The gene is moved by this share of its box width either way to tell a saturated
 #: function from a stationary point.
@@ -157,53 +158,55 @@ def _live_values(problem, x: np.ndarray, pvec, dead: np.ndarray):
     return out, used
 
 
-def revive(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=None):
-    """Send the dead genes of a feasible ``best`` (n,) to live values, project, polish;
-    keep a feasible better point (module docstring).  Same parameters and returns as
-    :func:`._intsearch.bound_flips`: ``(x, f, V, nfev, stop)``."""
-    from ..local._newton import budget_left, restore
-    from ._intsearch import _try
-
-    if not np.all(V_best == 0) or not np.isfinite(f_best):
-        return best, f_best, V_best, nfev, False
+def revive(problem, inc: Incumbent, budget: Budget):
+    """Send the dead genes of a feasible incumbent to live values, project, polish; keep
+    a feasible better point (module docstring).  Same parameters and returns as
+    :func:`._intsearch.integer_search`: ``(incumbent, stop)``."""
+    if not inc.feasible or not np.isfinite(inc.f):
+        return inc, False
     sign = -1.0 if problem.maximize else 1.0
     for _ in range(ROUNDS):
-        if max_evals is not None and max_evals - nfev < 20:
-            return best, f_best, V_best, nfev, True
-        dead, used = dead_genes(problem, best, pvec)
-        nfev += used
+        if not budget.room(20):
+            return inc, True
+        dead, used = dead_genes(problem, inc.x, inc.pvec)
+        budget.spend(used)
         if dead.size == 0:
             break
-        if max_evals is not None and max_evals - nfev < 2 * GRID * dead.size + 20:
-            return best, f_best, V_best, nfev, True
-        values, used = _live_values(problem, best, pvec, dead)
-        nfev += used
+        if not budget.room(2 * GRID * dead.size + 20):
+            return inc, True
+        values, used = _live_values(problem, inc.x, inc.pvec, dead)
+        budget.spend(used)
         keep = np.isfinite(values)
         if not keep.any():
             break
-        live = np.flatnonzero((~problem.integer) & (problem.upper > problem.lower))
-        live = np.setdiff1d(live, dead)
-        starts = []
-        s = best.copy()
-        s[dead[keep]] = values[keep]
-        starts.append(s)
-        if live.size:
-            s = best.copy()
-            s[dead] = np.clip(np.median(best[live]), problem.lower[dead], problem.upper[dead])
-            starts.append(s)
-        before = f_best
-        for start in starts:
-            if (max_evals is not None and max_evals - nfev < 40) or \
-                    (deadline is not None and time.perf_counter() >= deadline):
-                return best, f_best, V_best, nfev, True
+        before = inc.f
+        for start in _starts(problem, inc.x, dead, values, keep):
+            if not budget.room(40) or budget.expired():
+                return inc, True
             # the revived genes add to the constraints: project first, then polish
-            start, used = restore(problem, start, pvec, budget_left(max_evals, nfev))
-            nfev += used
-            x, f, V, nfev, timed_out = _try(problem, start, pvec, max_evals, nfev, deadline)
-            if np.all(V == 0) and sign * f < sign * f_best:
-                best, f_best, V_best = x, f, V
+            start, used = restore(problem, start, inc.pvec, budget.lend())
+            budget.spend(used)
+            x, f, V, timed_out = try_move(problem, start, inc.pvec, budget)
+            if np.all(V == 0) and sign * f < sign * inc.f:
+                inc = inc.at(x, f, V)
             if timed_out:
-                return best, f_best, V_best, nfev, True
-        if not sign * f_best < sign * before:
+                return inc, True
+        if not sign * inc.f < sign * before:
             break
-    return best, f_best, V_best, nfev, False
+    return inc, False
+
+
+def _starts(problem, best, dead, values, keep) -> list:
+    """The two starts of a revival: every dead gene at its live value (those that have
+    one), and every dead gene at the median of the live continuous genes (where the
+    genes share a scale)."""
+    live = np.flatnonzero((~problem.integer) & (problem.upper > problem.lower))
+    live = np.setdiff1d(live, dead)
+    s = best.copy()
+    s[dead[keep]] = values[keep]
+    starts = [s]
+    if live.size:
+        s = best.copy()
+        s[dead] = np.clip(np.median(best[live]), problem.lower[dead], problem.upper[dead])
+        starts.append(s)
+    return starts

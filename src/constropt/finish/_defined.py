@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from ._budget import Budget, Incumbent
 from ._verdict import check_point
 
 __all__ = ["undefined", "result_key", "replaces", "defined_fallback"]
@@ -55,24 +56,25 @@ def result_key(problem, f: float, V: np.ndarray):
     return (cv > 0, undefined(problem, f), cv, fmin)
 
 
-def defined_fallback(problem, inst, best, f_best, V_best, pvec, nfev: int, limit):
+def defined_fallback(problem, inst, inc: Incumbent, budget: Budget):
     """The search's best defined point (``inst.defined``, see
-    :func:`constropt.engine._driver.merge_defined`) in place of ``best`` where the float64
-    check finds ``best``'s objective undefined and the defined one wins under
-    :func:`result_key`; one float64 check, when the budget ``limit`` has room for it.
+    :func:`constropt.engine._driver.merge_defined`) in place of the incumbent ``inc`` (the
+    search's best point) where the float64 check finds its objective undefined and the
+    defined one wins under :func:`result_key`; one float64 check, when the budget has
+    room for it.
 
-    Returns ``(x, f, V, nfev, start)``: ``start`` is the point that lost (None when there
+    Returns ``(incumbent, start)``: ``start`` is the point that lost (None when there
     was no contest), still worth a polish from: from a defined infeasible point SLSQP may
     reach a defined feasible one, and from an undefined one the projection onto the
-    constraints that starts the polish (:func:`._newton.restore`, blind to the objective)
-    may too.
+    constraints that starts the polish (:func:`constropt.local._newton.restore`, blind
+    to the objective) may too.
     """
-    if getattr(inst, "defined", None) is None or not undefined(problem, f_best) or \
-            (limit is not None and nfev + 1 > limit):
-        return best, f_best, V_best, nfev, None
+    if getattr(inst, "defined", None) is None or not undefined(problem, inc.f) or \
+            not budget.room(1):
+        return inc, None
     x = np.array(inst.defined[0], dtype=np.float64)
-    f, V = check_point(problem, x, pvec)
-    nfev += 1
-    if result_key(problem, f, V) < result_key(problem, f_best, V_best):
-        return x, f, V, nfev, np.asarray(best, dtype=np.float64)
-    return best, f_best, V_best, nfev, x
+    f, V = check_point(problem, x, inc.pvec)
+    budget.spend(1)
+    if result_key(problem, f, V) < result_key(problem, inc.f, inc.V):
+        return inc.at(x, f, V), np.asarray(inc.x, dtype=np.float64)
+    return inc, x

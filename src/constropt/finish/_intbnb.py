@@ -4,8 +4,7 @@ The integer search (:mod:`._intsearch`) screens every assignment of the integer 
 when there are at most :data:`._intsearch.SCREEN_ENUMERATE` of them.  Past that (two
 integers in ``[0, 200]`` give 40,401 assignments) its single and pair moves reach only
 a few steps from where the search ended, and an optimum several steps past infeasible
-assignments stays out of reach: MINLPLib nvs01 ends at ``(19, 8)`` or ``(30, 6)``
-(infeasible), its optimum is ``(23, 7)``, and ``(20..22, 7)`` are infeasible.
+assignments stays out of reach.
 
 :func:`branch_and_bound` searches the integer genes' box instead.  A node is a box:
 the integer genes over a range, the other genes over what propagation left of their
@@ -19,8 +18,7 @@ gene at an integer midpoint.  A node whose integer genes are all fixed is a leaf
 leaf is first tightened (:func:`_refine`: its continuous genes bisected
 :data:`REFINE` times, every piece contracted, the hull of the surviving pieces and their
 least bound kept), since one contraction bounds the objective loosely where it couples
-continuous genes (the pressure vessel keeps 197 of its 9,408 assignments after one
-contraction and none after the tightening, optimum in hand).  A leaf that still beats
+continuous genes.  A leaf that still beats
 the incumbent has its continuous genes polished from the best point (clipped into the
 leaf's box, 1% of its width inside its sides: :func:`start_in`) as in the integer
 search, leaves in the order of their lower bounds, best first; a feasible polished point
@@ -30,24 +28,26 @@ When it runs: :func:`._intsearch.integer_search` calls it where the flat screen 
 not apply (some integer gene has more than :data:`._intsearch.LINE_VALUES` values and no
 allowed set of its own, or there are more than ``SCREEN_ENUMERATE`` assignments); it
 returns None (nothing done) where an integer range is infinite or a construct has no
-inclusion function.  In the benchmark collection: nvs01, nvs21, st_e38, gear_train and
-pressure_vessel.
+inclusion function.
 
 It runs after the local moves and keeps a point only when it is feasible and better,
 so it never makes a result worse; from an infeasible best point (the polish holds the
 integer genes fixed, so an infeasible assignment stays infeasible) any feasible leaf
 is better.  Bounded by :data:`NODE_LIMIT` contracted boxes (leaf pieces included),
 :data:`LEAF_LIMIT` polished leaves, the evaluation budget and the deadline.  Interval
-work is not counted as evaluations (as in the screen); polishes are.
+work is not counted as evaluations (as in the screen); polishes are.  Cases behind
+these rules: ``benchmarks/results/finishing_cases.md``.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-import time
 
 import numpy as np
+
+from ..problem._fbbt import problem_model
+from ._budget import Budget, Incumbent
 
 __all__ = ["branch_and_bound", "start_in", "NODE_LIMIT", "LEAF_LIMIT", "BATCH", "REFINE",
            "REFINE_WIDTH", "BOX_INSIDE"]
@@ -61,7 +61,7 @@ BATCH = 64
 #: Bisections of a leaf's continuous genes before it is polished.
 REFINE = 6
 #: Pieces narrower than this share of the box (in every continuous gene) are not
-#: bisected further (nvs01's equality fixes its continuous gene on a leaf).
+#: bisected further (an equality may fix a continuous gene on a leaf).
 REFINE_WIDTH = 1e-3
 
 
@@ -71,10 +71,9 @@ BOX_INSIDE = 0.01
 
 def start_in(best, lo, hi):
     """``best`` (n,) clipped into the box ``[lo, hi]`` shrunk by :data:`BOX_INSIDE` of
-    its (finite) width on each side: a start that is not on a side the propagation drew.
-    st_e40's x4, which its equality fixes to a band 2e-6 wide, clipped onto the band's
-    outward-rounded end cost SLSQP 1,154 evaluations (line searches ending in status 8);
-    1% of the width inside, 3."""
+    its (finite) width on each side: a start that is not on a side the propagation drew
+    (SLSQP started on the outward-rounded end of a thin band an equality fixes spends
+    its line searches there)."""
     w = np.where(np.isfinite(hi - lo), hi - lo, 0.0)
     return np.clip(best, lo + BOX_INSIDE * w, hi - BOX_INSIDE * w)
 
@@ -154,37 +153,31 @@ def _refine(problem, model, lo, hi, U, pvec, ints, cont, width):
     return out_lo, out_hi, out_lb, np.arange(K), used
 
 
-def branch_and_bound(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline, polish):
+def branch_and_bound(problem, inc: Incumbent, budget: Budget, polish):
     """Best-first interval branch-and-bound over the integer genes' box, polishing the
-    leaves; keeps a feasible point better than ``best`` (any feasible one when ``best``
-    is infeasible).
+    leaves; keeps a feasible point better than the incumbent (any feasible one when the
+    incumbent is infeasible).
 
     Parameters
     ----------
     problem : Problem
         Every integer gene must have a finite range.
-    best : ndarray, shape (n,)
-        The best point so far, ``f_best`` its objective (user's sense) and ``V_best``
-        its violations, shape (m,).
-    pvec : ndarray, shape (n_params,)
-    max_evals : int or None
-        The run's budget, of which ``nfev`` are spent.
-    deadline : float or None
-        A ``time.perf_counter()`` value.
+    inc : Incumbent
+        The best point so far.
+    budget : Budget
+        The instance's evaluations and deadline; the polishes add theirs.
     polish : callable
-        ``polish(problem, start, pvec, max_evals, nfev, deadline) -> (x, f, V, nfev,
-        timed_out)``: the integer search's polish of one assignment
-        (:func:`._intsearch._try`), continuous genes from ``start`` (n,).
+        ``polish(problem, start, pvec, budget) -> (x, f, V, timed_out)``: the integer
+        search's polish of one assignment (:func:`._intsearch.try_move`), continuous
+        genes from ``start`` (n,).
 
     Returns
     -------
     tuple or None
-        ``(x, f, V, nfev, stop)`` as :func:`._intsearch.integer_search`; None when the
+        ``(incumbent, stop)`` as :func:`._intsearch.integer_search`; None when the
         problem has no interval model (a construct without an inclusion function) or an
         integer range is not finite.
     """
-    from ..problem._fbbt import problem_model
-
     ints = np.flatnonzero(problem.integer)
     lo0 = np.asarray(problem.lower, dtype=np.float64).copy()
     hi0 = np.asarray(problem.upper, dtype=np.float64).copy()
@@ -193,36 +186,25 @@ def branch_and_bound(problem, best, f_best, V_best, pvec, max_evals, nfev, deadl
     if ints.size == 0 or not np.all(np.isfinite(lo0[ints]) & np.isfinite(hi0[ints])):
         return None
     sign = -1.0 if problem.maximize else 1.0
-    feasible = bool(np.all(V_best == 0)) and bool(np.isfinite(f_best))
-    U = sign * f_best if feasible else math.inf
-    tried = {tuple(np.round(best[ints]))} if feasible else set()
+    feasible = inc.feasible and bool(np.isfinite(inc.f))
+    U = sign * inc.f if feasible else math.inf
+    tried = {tuple(np.round(inc.x[ints]))} if feasible else set()
     try:
         model = problem_model(problem)
-        lo, hi, lb = contract_boxes(problem, model, lo0[:, None], hi0[:, None], U, pvec)
+        lo, hi, lb = contract_boxes(problem, model, lo0[:, None], hi0[:, None], U, inc.pvec)
     except Exception:  # a construct without an inclusion function: no branch-and-bound
         return None
     cont = np.flatnonzero(~np.asarray(problem.integer))
     width = hi0[cont] - lo0[cont]
     width = np.where(np.isfinite(width) & (width > 0), width, np.inf)  # inf: never split
-    heap: list = []
-    count = 0  # tie-break: first pushed first
-
-    def push(lo, hi, lb, refined):
-        nonlocal count
-        for k in np.flatnonzero(lb < U):
-            heapq.heappush(heap, (float(lb[k]), count, refined, lo[:, k], hi[:, k]))
-            count += 1
-
-    push(lo, hi, lb, False)
+    heap = _Heap()
+    heap.push(lo, hi, lb, False, U)
     nodes, leaves = 1, 0
-    while heap and heap[0][0] < U:
-        if deadline is not None and time.perf_counter() >= deadline:
-            return best, f_best, V_best, nfev, True
-        batch = []
-        while heap and heap[0][0] < U and len(batch) < BATCH:
-            batch.append(heapq.heappop(heap))
+    while heap.below(U):
+        if budget.expired():
+            return inc, True
         split, fresh = [], []
-        for lb_k, _, refined, lo_k, hi_k in batch:
+        for lb_k, _, refined, lo_k, hi_k in heap.pop_batch(U):
             if np.any(lo_k[ints] < hi_k[ints]):
                 split.append((lo_k, hi_k, lb_k))
                 continue
@@ -233,26 +215,60 @@ def branch_and_bound(problem, best, f_best, V_best, pvec, max_evals, nfev, deadl
                 fresh.append((lo_k, hi_k, lb_k))
                 continue
             if leaves >= LEAF_LIMIT:
-                return best, f_best, V_best, nfev, False
-            if max_evals is not None and max_evals - nfev < 20:
-                return best, f_best, V_best, nfev, True
+                return inc, False
+            if not budget.room(20):
+                return inc, True
             tried.add(key)
             leaves += 1
-            start = start_in(best, lo_k, hi_k)
+            start = start_in(inc.x, lo_k, hi_k)
             start[ints] = lo_k[ints]
-            x, f, V, nfev, timed_out = polish(problem, start, pvec, max_evals, nfev, deadline)
+            x, f, V, timed_out = polish(problem, start, inc.pvec, budget)
             if np.all(V == 0) and np.isfinite(f) and sign * f < U:
-                best, f_best, V_best, U = x, f, V, sign * f
+                inc, U = inc.at(x, f, V), sign * f
             if timed_out:
-                return best, f_best, V_best, nfev, True
+                return inc, True
         if nodes >= NODE_LIMIT:
             break
-        for group, step in ((split, _split_ints), (fresh, _refine)):
-            if group:
-                parent = np.array([g[2] for g in group])
-                lo2, hi2, lb2, owner, used = step(
-                    problem, model, np.stack([g[0] for g in group], 1),
-                    np.stack([g[1] for g in group], 1), U, pvec, ints, cont, width)
-                nodes += used
-                push(lo2, hi2, np.maximum(lb2, parent[owner]), step is _refine)
-    return best, f_best, V_best, nfev, False
+        nodes += _grow(problem, model, heap, split, fresh, U, inc.pvec, ints, cont, width)
+    return inc, False
+
+
+class _Heap:
+    """The open nodes, least lower bound first (ties: first pushed first)."""
+
+    def __init__(self):
+        self.items: list = []
+        self.count = 0
+
+    def push(self, lo, hi, lb, refined: bool, U: float) -> None:
+        """Push the boxes (columns of ``lo``, ``hi``) whose bound ``lb`` is below ``U``."""
+        for k in np.flatnonzero(lb < U):
+            heapq.heappush(self.items, (float(lb[k]), self.count, refined, lo[:, k], hi[:, k]))
+            self.count += 1
+
+    def below(self, U: float) -> bool:
+        """Whether an open node's bound is below ``U``."""
+        return bool(self.items) and self.items[0][0] < U
+
+    def pop_batch(self, U: float) -> list:
+        """Up to :data:`BATCH` nodes whose bound is below ``U``, best first."""
+        batch = []
+        while self.below(U) and len(batch) < BATCH:
+            batch.append(heapq.heappop(self.items))
+        return batch
+
+
+def _grow(problem, model, heap: _Heap, split, fresh, U, pvec, ints, cont, width) -> int:
+    """Split the nodes ``split`` (:func:`_split_ints`) and tighten the leaves ``fresh``
+    (:func:`_refine`), push the results that may still beat ``U``; returns the boxes
+    contracted."""
+    nodes = 0
+    for group, step in ((split, _split_ints), (fresh, _refine)):
+        if group:
+            parent = np.array([g[2] for g in group])
+            lo2, hi2, lb2, owner, used = step(
+                problem, model, np.stack([g[0] for g in group], 1),
+                np.stack([g[1] for g in group], 1), U, pvec, ints, cont, width)
+            nodes += used
+            heap.push(lo2, hi2, np.maximum(lb2, parent[owner]), step is _refine, U)
+    return nodes

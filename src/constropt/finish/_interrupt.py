@@ -1,7 +1,7 @@
 """Ctrl-C after the search: every later step of a run returns the best result so far.
 
 The search stops itself on a ``KeyboardInterrupt`` (``engine/_driver.py``) and so does
-the polish (:func:`._finish.polish_stage`).  The steps after them are of two kinds:
+the polish (:func:`._polishing.polish_stage`).  The steps after them are of two kinds:
 
 - the float64 and exact checks of the final point, which the result cannot do without
   (they say whether its point is feasible): a first Ctrl-C during one makes the run

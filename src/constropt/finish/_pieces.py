@@ -3,9 +3,8 @@ expression, and the point polished inside its new piece.
 
 A cost table written as ``Piecewise((28*x2, x2 < 100), (29*x2, x2 < 200), (30*x2,
 True))`` jumps at each breakpoint.  SLSQP sees one piece's gradient and cannot cross a
-jump, and a search that settles in one piece keeps its population there: on CEC 2006
-G17 the GA ends every run at the local optimum 8927.59 with ``x2 = 196`` (the piece
-``[100, 200)``), where the optimum 8853.54 has ``x2`` just below 100.
+jump, and a search that settles in one piece keeps its population there, at a local
+optimum of that piece, while the optimum lies in the next.
 
 :func:`piece_moves` finds the breakpoints (conditions of a ``Piecewise`` in the
 objective or a constraint that compare one scalar continuous variable with a constant,
@@ -14,15 +13,20 @@ piece of its range: the variable is sent to the piece's nearest point, and the
 continuous variables are polished in a box where that variable stays inside the piece
 (its ends pulled in by :data:`EDGE`, so that a strict ``x2 < 100`` holds).  The end is
 checked on the problem itself and kept only when feasible and better; the moves repeat
-from a kept point.  A problem without such a condition pays nothing.
+from a kept point.  A problem without such a condition pays nothing.  Cases behind
+these rules: ``benchmarks/results/finishing_cases.md``.
 """
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import sympy as sp
+
+from ..local._polish import real_gain
+from ..problem._bounds import with_box
+from ._budget import Budget, Incumbent
+from ._intsearch import try_move
+from ._verdict import check_point
 
 __all__ = ["breakpoints", "piece_moves", "EDGE", "MAX_PIECES"]
 
@@ -109,44 +113,37 @@ def _pieces(lo: float, hi: float, cuts: np.ndarray, v: float):
     return [(a, b) for _, a, b in out[:MAX_PIECES]]
 
 
-def piece_moves(problem, best, f_best, V_best, pvec, max_evals, nfev, deadline=None):
-    """Move each continuous variable of ``best`` that a piecewise condition cuts into its
-    other pieces, polish inside the piece, keep improvements (see the module).  Same
-    parameters and returns as :func:`._intsearch.integer_search`."""
-    from ..local._polish import real_gain
-    from ..problem._bounds import with_box
-    from ._intsearch import _try
-    from ._verdict import check_point
-
-    if not np.all(V_best == 0) or not np.isfinite(f_best):
-        return best, f_best, V_best, nfev, False
-    cuts = breakpoints(problem, pvec)
+def piece_moves(problem, inc: Incumbent, budget: Budget):
+    """Move each continuous variable of a feasible incumbent that a piecewise condition
+    cuts into its other pieces, polish inside the piece, keep improvements (see the
+    module).  Same parameters and returns as :func:`._intsearch.integer_search`."""
+    if not inc.feasible or not np.isfinite(inc.f):
+        return inc, False
+    cuts = breakpoints(problem, inc.pvec)
     if not cuts:
-        return best, f_best, V_best, nfev, False
+        return inc, False
     tries = 0
     for _ in range(ROUNDS):
         moves = [(i, a, b) for i, cs in cuts.items()
-                 for a, b in _pieces(problem.lower[i], problem.upper[i], cs, best[i])]
+                 for a, b in _pieces(problem.lower[i], problem.upper[i], cs, inc.x[i])]
         improved = False
         for i, a, b in moves:
-            if tries >= MAX_TRIES or (max_evals is not None and max_evals - nfev < 20) \
-                    or (deadline is not None and time.perf_counter() >= deadline):
-                return best, f_best, V_best, nfev, tries < MAX_TRIES
+            if tries >= MAX_TRIES or not budget.room(20) or budget.expired():
+                return inc, tries < MAX_TRIES
             tries += 1
             lo, hi = problem.lower.copy(), problem.upper.copy()
             lo[i], hi[i] = a, b
-            start = best.copy()
-            start[i] = min(max(best[i], a), b)
-            x, _, _, nfev, timed_out = _try(with_box(problem, lo, hi), start, pvec,
-                                            max_evals, nfev, deadline)
-            f, V = check_point(problem, x, pvec)  # on the problem itself
-            nfev += 1
-            if np.all(V == 0) and real_gain(problem, f, f_best):
-                best, f_best, V_best, improved = x, f, V, True
+            start = inc.x.copy()
+            start[i] = min(max(inc.x[i], a), b)
+            x, _, _, timed_out = try_move(with_box(problem, lo, hi), start, inc.pvec, budget)
+            f, V = check_point(problem, x, inc.pvec)  # on the problem itself
+            budget.spend(1)
+            if np.all(V == 0) and real_gain(problem, f, inc.f):
+                inc, improved = inc.at(x, f, V), True
             if timed_out:
-                return best, f_best, V_best, nfev, True
+                return inc, True
             if improved:  # first improvement: the next round's pieces from the new best
                 break
         if not improved:
             break
-    return best, f_best, V_best, nfev, False
+    return inc, False

@@ -5,7 +5,7 @@ A pole inside the box (``1/(x - y)`` at ``x = y``) or at a constraint boundary t
 through it (``log(x - y)`` with ``x - y >= 0``) is no box edge, so the edge approaches of
 :func:`._verdict.diverges` do not see it, and a search that ends within a few ulps of it
 returns a huge but finite objective (``-9e15``).  Used by the verdict
-(:func:`._finish.verdict`) for every mode.
+(:func:`._status.verdict`) for every mode.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from ..problem._evaluate import report_numpy
+from ._budget import Budget, Incumbent
 from ._result import Status
 from ._verdict import _DECADES, ProbeVerdict
 
@@ -148,50 +149,58 @@ def _probe_once(problem, box, x, f0, pvec, left):
     ``(status, point, fm, where, used, short, bracket)``; ``bracket`` ``(i, values)``
     the coordinate and its neighbouring sampled values around the best sample when the
     status is ``NOT_CONFIRMED``."""
-    sign = -1.0 if problem.maximize else 1.0
-    pvec = np.reshape(pvec, -1)
-    lo, hi = box.lower, box.upper
-    width = hi - lo
-    free = [int(i) for i in np.flatnonzero(~problem.integer)
-            if math.isfinite(width[i]) and width[i] > 0]
-    used, short = 0, False
-    names = _names(problem)
-    nothing = (None, None, math.nan, "", 0, False, None)
+    r = _Samples(problem, box, x, f0, pvec)
+    nothing = (None, None, math.nan, "")
+    screened = _screen(r, left)
+    if screened is None:
+        return (*nothing, 0, r.short, None)
+    marked, samples = screened
+    if not marked:
+        return (*nothing, r.used, r.short, None)
+    for i, s, fm, ok, P in samples:
+        if i in marked:
+            r.better(i, fm, ok, P, r.side(i, s))
+    T = _DECADES + 1
+    for i in sorted(marked, key=lambda q: -marked[q])[:_MAX_COORDS]:
+        for s in (-1.0, 1.0):
+            c, keep = r.steps_of(i, s, _STEPS)
+            idx = np.flatnonzero(keep)[-(T + _MARGIN):]
+            if idx.size == 0 or idx.size > left - r.used:
+                r.short = r.short or idx.size > 0
+                continue
+            P = r.moved(i, c[idx])
+            fm, ok = r.evaluate(P)
+            if idx.size == T + _MARGIN and _steady(fm, ok, T):
+                return (Status.UNBOUNDED, P[:, -1].copy(), float(fm[-1]), r.side(i, s),
+                        r.used, r.short, None)
+            r.better(i, fm, ok, P, r.side(i, s))
+    if r.best is None:
+        return (*nothing, r.used, r.short, None)
+    best = r.best
+    return (Status.NOT_CONFIRMED, best[1], best[0], best[2], r.used, r.short, best[3])
 
-    def moved(i, coords):
-        P = np.repeat(x[:, None], coords.size, axis=1)
-        P[i] = coords
-        return P
 
-    def evaluate(P):
-        nonlocal used
-        fm, V = report_numpy(problem, P, pvec)
-        used += P.shape[1]
-        fm = sign * fm
-        with np.errstate(invalid="ignore"):
-            ok = (V == 0).all(axis=0) & np.isfinite(fm)
-        return fm, ok
-
-    def steps_of(i, s, ks):
-        c = x[i] + s * width[i] * 10.0 ** -ks
-        keep = (c != x[i]) & (c >= lo[i]) & (c <= hi[i])
-        return c, keep
-
-    # screening: the samples of every coordinate at once
+def _screen(r: _Samples, left):
+    """The screening of one round: the samples :data:`_SCREEN` of every continuous
+    coordinate both ways, at once (as ``left`` allows).  Returns ``(marked, samples)``:
+    the coordinates whose samples fall toward the point without shrinking steps (or
+    sit far above it), each with its steepness, and ``(i, s, fm, ok, points)`` per
+    screened side; None when nothing was sampled."""
     cols, owner = [], []
-    for i in free:
-        per = [(s, *steps_of(i, s, _SCREEN)) for s in (-1.0, 1.0)]
+    for i in r.free:
+        per = [(s, *r.steps_of(i, s, _SCREEN)) for s in (-1.0, 1.0)]
         need = sum(int(k.sum()) for _, _, k in per)
         if need > left - sum(p.shape[1] for p in cols):
-            short = True
+            r.short = True
             break
         for s, c, keep in per:
             if keep.any():
-                cols.append(moved(i, c[keep]))
+                cols.append(r.moved(i, c[keep]))
                 owner.append((i, s))
     if not cols:
-        return (*nothing[:5], short, None)
-    fm_all, ok_all = evaluate(np.concatenate(cols, axis=1))
+        return None
+    fm_all, ok_all = r.evaluate(np.concatenate(cols, axis=1))
+    f0 = r.f0
     marked: dict[int, float] = {}
     samples = []  # (i, s, fm, ok, points) per screened side
     a = 0
@@ -208,44 +217,58 @@ def _probe_once(problem, box, x, f0, pvec, left):
         scale = max(1.0, abs(fm[2]))
         if d1 > 1e-9 * scale and d2 > 1e-9 * scale and d2 >= 0.5 * d1:
             marked[i] = max(marked.get(i, 0.0), (fm[0] - fm[2]) / scale)
-    if not marked:
-        return (*nothing[:4], used, short, None)
-    best = None  # (fmin, point, description, bracket)
+    return marked, samples
 
-    def better(i, fm, ok, P, desc):
-        nonlocal best
+
+class _Samples:
+    """The samples of one round of the pole probe around ``x`` (objective ``f0``,
+    minimization sense): where they lie, their evaluations (``used``), whether the
+    budget cut them short (``short``), and the best sample better than ``x``
+    (``best``: ``(fmin, point, description, bracket)``)."""
+
+    def __init__(self, problem, box, x, f0, pvec):
+        self.problem, self.x, self.f0 = problem, x, f0
+        self.sign = -1.0 if problem.maximize else 1.0
+        self.pvec = np.reshape(pvec, -1)
+        self.lo, self.hi = box.lower, box.upper
+        self.width = self.hi - self.lo
+        self.free = [int(i) for i in np.flatnonzero(~problem.integer)
+                     if math.isfinite(self.width[i]) and self.width[i] > 0]
+        self.names = _names(problem)
+        self.used, self.short, self.best = 0, False, None
+
+    def moved(self, i, coords):
+        P = np.repeat(self.x[:, None], coords.size, axis=1)
+        P[i] = coords
+        return P
+
+    def evaluate(self, P):
+        fm, V = report_numpy(self.problem, P, self.pvec)
+        self.used += P.shape[1]
+        fm = self.sign * fm
+        with np.errstate(invalid="ignore"):
+            ok = (V == 0).all(axis=0) & np.isfinite(fm)
+        return fm, ok
+
+    def steps_of(self, i, s, ks):
+        c = self.x[i] + s * self.width[i] * 10.0 ** -ks
+        keep = (c != self.x[i]) & (c >= self.lo[i]) & (c <= self.hi[i])
+        return c, keep
+
+    def better(self, i, fm, ok, P, desc):
+        f0 = self.f0
         with np.errstate(invalid="ignore"):
             good = ok & (fm < f0 - _BETTER * max(1.0, abs(f0)))
         if good.any():
             k = int(np.argmin(np.where(good, fm, np.inf)))
-            if best is None or fm[k] < best[0]:
+            if self.best is None or fm[k] < self.best[0]:
                 nb = [P[i, j] for j in (k - 1, k + 1) if 0 <= j < P.shape[1]] + \
-                    ([x[i]] if k == P.shape[1] - 1 else [])
-                best = (float(fm[k]), P[:, k].copy(), desc, (i, nb))
+                    ([self.x[i]] if k == P.shape[1] - 1 else [])
+                self.best = (float(fm[k]), P[:, k].copy(), desc, (i, nb))
 
-    def side(i, s):
-        return f"{names[i]} approaches {x[i]:.17g} from {'below' if s < 0 else 'above'}"
-
-    for i, s, fm, ok, P in samples:
-        if i in marked:
-            better(i, fm, ok, P, side(i, s))
-    T = _DECADES + 1
-    for i in sorted(marked, key=lambda q: -marked[q])[:_MAX_COORDS]:
-        for s in (-1.0, 1.0):
-            c, keep = steps_of(i, s, _STEPS)
-            idx = np.flatnonzero(keep)[-(T + _MARGIN):]
-            if idx.size == 0 or idx.size > left - used:
-                short = short or idx.size > 0
-                continue
-            P = moved(i, c[idx])
-            fm, ok = evaluate(P)
-            if idx.size == T + _MARGIN and _steady(fm, ok, T):
-                return (Status.UNBOUNDED, P[:, -1].copy(), float(fm[-1]), side(i, s), used,
-                        short, None)
-            better(i, fm, ok, P, side(i, s))
-    if best is None:
-        return (*nothing[:4], used, short, None)
-    return (Status.NOT_CONFIRMED, best[1], best[0], best[2], used, short, best[3])
+    def side(self, i, s):
+        return (f"{self.names[i]} approaches {self.x[i]:.17g} from "
+                f"{'below' if s < 0 else 'above'}")
 
 
 def _steady(fm, ok, T) -> bool:
@@ -260,31 +283,32 @@ def _steady(fm, ok, T) -> bool:
                 np.all(head[1:] >= 0.8 * head[:-1]) and np.all(steps[T - 1:] > 0))
 
 
-def pole_status(problem, box, x, f, pvec, reason, nfev: int, limit, status, message):
-    """The verdict's use of :func:`pole_probe` on a feasible final point whose status is
-    still ``reason`` (nothing else found against it): ``(status, message, nfev)``, with
-    ``UNBOUNDED`` or ``NOT_CONFIRMED`` where the probe (within what is left of
-    ``limit``) says so, or where the budget left it unscreened at an objective beyond
-    :data:`POLE_SUSPECT`; else ``status`` and ``message`` as given.  ``nfev`` counts the
-    probe's evaluations."""
+def pole_status(problem, box, inc: Incumbent, reason, budget: Budget, status, message):
+    """The verdict's use of :func:`pole_probe` on a feasible final point ``inc`` whose
+    status is still ``reason`` (nothing else found against it): ``(status, message)``,
+    with ``UNBOUNDED`` or ``NOT_CONFIRMED`` where the probe (within what is left of the
+    ``budget``, which counts its evaluations) says so, or where the budget left it
+    unscreened at an objective beyond :data:`POLE_SUSPECT`; else ``status`` and
+    ``message`` as given."""
     if status is not reason:
-        return status, message, nfev
-    pole = pole_probe(problem, box, x, f, pvec, None if limit is None else limit - nfev)
-    nfev += pole.used
+        return status, message
+    f = inc.f
+    pole = pole_probe(problem, box, inc.x, f, inc.pvec, budget.left())
+    budget.spend(pole.used)
     fmin = -f if problem.maximize else f
     if pole.status is Status.UNBOUNDED:
         return Status.UNBOUNDED, (
             f"{Status.UNBOUNDED.value}: the objective falls by a steady step per decade "
             f"as {pole.where} (a pole; {pole.fun:.6g} there, best objective "
-            f"{f:.6g})"), nfev
+            f"{f:.6g})")
     if pole.status is Status.NOT_CONFIRMED:
         return Status.NOT_CONFIRMED, (
             f"{Status.NOT_CONFIRMED.value}: the objective falls steeply toward the "
             f"returned point, as near a pole, and a point nearby ({pole.where}) has "
-            f"objective {pole.fun:.6g}, better than the result's {f:.6g}"), nfev
+            f"objective {pole.fun:.6g}, better than the result's {f:.6g}")
     if pole.short and fmin <= -POLE_SUSPECT:
         return Status.NOT_CONFIRMED, (
             f"{Status.NOT_CONFIRMED.value}: the evaluation budget ran out before the "
             f"pole probe of the returned point, whose objective {f:.3g} is beyond "
-            f"{POLE_SUSPECT:.0e} (raise max_evals; search ended: {reason.value})"), nfev
-    return status, message, nfev
+            f"{POLE_SUSPECT:.0e} (raise max_evals; search ended: {reason.value})")
+    return status, message

@@ -1,7 +1,7 @@
 """The ray probe of a final point: is a feasible point beyond the soft sides of the
 search box better than it, or does the objective fall without limit along such a ray?
 
-Used by the verdict (:func:`._finish.verdict`) for every mode; a soft side is a side
+Used by the verdict (:func:`._status.verdict`) for every mode; a soft side is a side
 of the default box, not a bound the user gave.
 """
 
@@ -127,26 +127,8 @@ def ray_probe(problem, box, x, f, pvec, budget=None) -> ProbeVerdict:
 
     def evaluate(P, origin):
         nonlocal used, left
-        fm, V = report_numpy(problem, P, pvec)
-        used += P.shape[1]
-        left -= P.shape[1]
-        ok = (V == 0).all(axis=0)
-        fm = sign * fm
-        bad = np.flatnonzero(~ok)
-        for a in _JITTER:
-            if bad.size == 0 or left < bad.size:
-                break
-            Q = origin[:, None] + (P[:, bad] - origin[:, None]) * (1.0 + a)
-            Q[problem.integer] = np.round(Q[problem.integer])
-            fq, Vq = report_numpy(problem, Q, pvec)
-            used += bad.size
-            left -= bad.size
-            okq = (Vq == 0).all(axis=0)
-            fm[bad[okq]], ok[bad[okq]] = sign * fq[okq], True
-            P[:, bad[okq]] = Q[:, okq]
-            bad = bad[~okq]
-        with np.errstate(invalid="ignore"):
-            ok &= ~np.isnan(fm)
+        fm, ok, u = _samples(problem, P, origin, pvec, left)
+        used, left = used + u, left - u
         return fm, ok
 
     for q in range(dirs.shape[0]):
@@ -172,16 +154,45 @@ def ray_probe(problem, box, x, f, pvec, budget=None) -> ProbeVerdict:
         cand = (float(fm[k]), P[:, k].copy(), q)
         if fm[k] <= -UNBOUNDED_LEVEL:
             return ProbeVerdict(Status.UNBOUNDED, cand[1], sign * cand[0], desc[q], used,
-                              short)
+                                short)
         if powers is not None and not limited and _steady(fm, ok, powers):
             return ProbeVerdict(Status.UNBOUNDED, P[:, -1].copy(), sign * float(fm[-1]),
-                              desc[q], used, short)
+                                desc[q], used, short)
         if best is None or cand[0] < best[0]:
             best = cand
     if best is None:
         return ProbeVerdict(None, None, math.nan, "", used, short)
     return ProbeVerdict(Status.NOT_CONFIRMED, best[1], sign * best[0], desc[best[2]], used,
-                      short)
+                        short)
+
+
+def _samples(problem, P, origin, pvec, left):
+    """Objective (minimization sense) and feasibility of the ray samples ``P`` (n, K)
+    from ``origin``; an infeasible sample is retried at the offsets :data:`_JITTER`
+    (replaced in ``P`` where a retry is feasible) while ``left`` evaluations allow.
+    Returns ``(fm, ok, evaluations)``."""
+    sign = -1.0 if problem.maximize else 1.0
+    fm, V = report_numpy(problem, P, pvec)
+    used = P.shape[1]
+    left -= P.shape[1]
+    ok = (V == 0).all(axis=0)
+    fm = sign * fm
+    bad = np.flatnonzero(~ok)
+    for a in _JITTER:
+        if bad.size == 0 or left < bad.size:
+            break
+        Q = origin[:, None] + (P[:, bad] - origin[:, None]) * (1.0 + a)
+        Q[problem.integer] = np.round(Q[problem.integer])
+        fq, Vq = report_numpy(problem, Q, pvec)
+        used += bad.size
+        left -= bad.size
+        okq = (Vq == 0).all(axis=0)
+        fm[bad[okq]], ok[bad[okq]] = sign * fq[okq], True
+        P[:, bad[okq]] = Q[:, okq]
+        bad = bad[~okq]
+    with np.errstate(invalid="ignore"):
+        ok &= ~np.isnan(fm)
+    return fm, ok, used
 
 
 def _steady(fm, ok, powers) -> bool:

@@ -6,15 +6,19 @@ import html
 import os
 import time
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from .._errors import SolveFailedError
 from .._plotting import plotter
 from ..engine._status import Status
+from ..problem._scipy import result_to_scipy
 
-__all__ = ["Status", "History", "Result", "FrozenDict", "add_up"]
+__all__ = ["Status", "History", "Result", "FrozenDict", "add_up", "run_timings", "Stopwatch",
+           "raise_if_failed"]
 
 
 class FrozenDict(Mapping):
@@ -68,6 +72,33 @@ def add_up(timings, t_start: float) -> dict:
     rest = max(0.0, total - sum(out.values()))
     return {"import": out.pop("import", 0.0), "lowering": out.pop("lowering", 0.0),
             "setup": rest, **out, "total": total}
+
+
+def run_timings(watch: Stopwatch, t_start: float, *, import_s: float, lowering: float,
+                compile_s: float, search: float) -> dict:
+    """The timings of a run, by part (``polish`` and ``check`` from ``watch``), closed at
+    this moment by :func:`add_up`: the one block every mode builds its timings with."""
+    return add_up({"import": import_s, "lowering": lowering, "compile": compile_s,
+                   "search": search, **watch.parts}, t_start)
+
+
+class Stopwatch:
+    """Seconds spent in the finishing steps, by part: ``polish`` (the defined fallback,
+    the polish and its moves, the batched Newton polish) and ``check`` (the float64
+    check of the search's end, the exact check, the unboundedness probes), added up over
+    the instances and rounds of a run."""
+
+    def __init__(self):
+        self.parts = {"polish": 0.0, "check": 0.0}
+
+    @contextmanager
+    def part(self, name: str):
+        """Time the ``with`` block as part ``name``."""
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.parts[name] += time.perf_counter() - t0
 
 
 @dataclass(frozen=True)
@@ -277,8 +308,6 @@ class Result:
         -------
         scipy.optimize.OptimizeResult
         """
-        from ..problem._scipy import result_to_scipy
-
         return result_to_scipy(self)
 
     def to_dict(self) -> dict:
@@ -316,3 +345,11 @@ class Result:
             "certificate": None if self.certificate is None else {
                 "kind": self.certificate.kind, "statement": self.certificate.statement},
         }
+
+
+def raise_if_failed(result: Result, throw: bool = True) -> Result:
+    """``result``; with ``throw``, :class:`SolveFailedError` carrying it when it failed
+    (``success`` False): the ``throw=`` rule of every mode."""
+    if throw and not result.success:
+        raise SolveFailedError(f"solve failed: {result.message}", result)
+    return result

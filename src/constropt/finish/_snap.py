@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
+from ..backend._arrays import asarray, to_numpy
+from ..engine._variation import snap
 from ..local._polish import conjunctive_leaves
 
 __all__ = ["integer_sets", "snapped", "snap_array", "MAX_RANGE"]
@@ -69,8 +71,6 @@ def integer_sets(problem):
 def snapped(fitness, values):
     """``fitness`` evaluated at the snapped population (same signature; the population
     may carry an instance axis, (N, B, S))."""
-    from ..engine._variation import snap
-
     def fitness_snapped(X, P, eq_tol):
         return fitness(snap(X.reshape(X.shape[0], -1), values).reshape(X.shape), P, eq_tol)
 
@@ -80,9 +80,6 @@ def snapped(fitness, values):
 def snap_array(X, values):
     """Host genes ``X`` (N, ...) (a best point or a final population) snapped as the
     search evaluated them."""
-    from ..backend._arrays import asarray, to_numpy
-    from ..engine._variation import snap
-
     X = np.asarray(X)
     t = asarray(X.reshape(X.shape[0], -1), values, dtype=values.dtype)
     return to_numpy(snap(t, values)).astype(X.dtype).reshape(X.shape)

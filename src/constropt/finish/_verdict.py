@@ -235,7 +235,7 @@ def infeasible_status(reason, note: str = ""):
 
 def point_dict(problem, x: np.ndarray, genes=None) -> dict:
     """``{symbol: value}``; ``genes`` (the exact point of
-    :func:`._verify.certify_point`) gives integer variables as exact Python ints, even
+    :func:`._repair.certify_point`) gives integer variables as exact Python ints, even
     beyond 2**53."""
     out = {}
     for b in problem.layout.blocks:

@@ -16,15 +16,17 @@ one call each):
 
 An instance is ``converged`` when its last step is below ``1e-11`` (relative).  The
 caller accepts a candidate only if the float64 check finds it feasible and better, and
-sends the instances this did not settle to SLSQP (``_finish.py``).
+sends the instances this did not settle to SLSQP (``finish/_finish.py``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["polish_batch", "evals_per_iteration", "restore", "budget_left", "KEEP_BACK",
-           "evaluators", "near_active"]
+from ._polish import conjunctive_leaves, rounding_scale
+
+__all__ = ["polish_batch", "evals_per_iteration", "restore", "evaluators", "near_active",
+           "INSIDE", "HOLD", "HELD_ULPS"]
 
 
 def evals_per_iteration(problem) -> int:
@@ -75,13 +77,10 @@ def polish_batch(problem, X0: np.ndarray, M: np.ndarray, left=None, *, margin=0.
     solution it starts from); None: found at ``X0`` as described above.
     Returns ``(X (N, B), used (B,) int, converged (B,) bool)``.
     """
-    from ._polish import conjunctive_leaves
-
     N, B = X0.shape
     free = ~problem.integer
-    nf = int(free.sum())
     used = np.zeros(B, dtype=np.int64)
-    if nf == 0:
+    if not free.any():
         return X0.copy(), used, np.zeros(B, dtype=bool)
     funcs = evaluators(problem)
     if funcs is None:  # no exact derivatives: nothing to do here, SLSQP decides
@@ -112,57 +111,28 @@ def polish_batch(problem, X0: np.ndarray, M: np.ndarray, left=None, *, margin=0.
     if active is None:
         active = usable[:, None] & (eq[:, None] | near_active(C0, J0, x, fcol))  # (L, B)
     active = active & usable[:, None] & np.isfinite(C0)
-    free_idx = np.flatnonzero(free)
+    converged = _iterate(funcs, x, M, active, free, eq, margin, iters, budget_iters, used,
+                         cost, lo, hi)
+    return x, used, converged
+
+
+def _iterate(funcs, x, M, active, free, eq, margin, iters, budget_iters, used, cost, lo,
+             hi):
+    """The Newton iterations of :func:`polish_batch`, updating ``x`` and ``used`` in
+    place; returns ``converged`` (B,)."""
+    N, B = x.shape
     running = budget_iters > 0
     converged = np.zeros(B, dtype=bool)
-    free_b = np.repeat(fcol, B, axis=1)        # genes Newton may move, per instance
-    eyeN, eyeL = np.eye(N), np.eye(L)
+    free_b = np.repeat(free[:, None], B, axis=1)   # genes Newton may move, per instance
     for it in range(iters):
         running &= it < budget_iters
         if not running.any():
             break
         b = np.flatnonzero(running)
-        xb, Mb, act, fr = x[:, b], M[:, b], active[:, b], free_b[:, b]
-        _, C = vals(xb, Mb)
-        g, J = ders(xb, Mb)
-        k = b.size
-        g = np.where(fr, g, 0.0)
-        J = np.where(fr[None] & act[:, None], J, 0.0)                           # (L, N, k)
-        A = np.transpose(J, (2, 0, 1))                                          # (k, L, N)
-        G = A @ np.transpose(A, (0, 2, 1)) + eyeL * np.where(act.T, 1e-14, 1.0)[:, None]
-        lam = -np.linalg.solve(G, (A @ g.T[:, :, None]))[..., 0]                # (k, L)
-        # Hessian of the Lagrangian: central differences of its exact gradient
-        h = 1e-6 * (1.0 + np.abs(xb[free_idx]))                                 # (nf, k)
-        pts = np.repeat(xb[:, :, None], 2 * nf, axis=2)                         # (N, k, 2nf)
-        cols = np.arange(nf)
-        pts[free_idx, :, cols] += h
-        pts[free_idx, :, nf + cols] -= h
-        gp, Jp = ders(pts.reshape(N, -1), np.repeat(Mb, 2 * nf, axis=1))
-        gl = gp + np.einsum("lnj,lj->nj", Jp, np.repeat(lam.T, 2 * nf, axis=1))
-        gl = gl.reshape(N, k, 2 * nf)
-        H = np.zeros((k, N, N))
-        H[:, :, free_idx] = np.transpose((gl[:, :, :nf] - gl[:, :, nf:]) / (2 * h.T[None]),
-                                         (1, 0, 2))
-        H = 0.5 * (H + np.transpose(H, (0, 2, 1)))
-        frT = fr.T
-        H = np.where(frT[:, :, None] & frT[:, None, :], H, eyeN[None])
-        H = np.nan_to_num(H, nan=0.0, posinf=0.0, neginf=0.0)
-        wmin = np.linalg.eigvalsh(H)[:, 0]
-        shift = np.maximum(0.0, -wmin) + 1e-10 * np.maximum(1.0, np.abs(H).max(axis=(1, 2)))
-        K = np.zeros((k, N + L, N + L))
-        K[:, :N, :N] = H + shift[:, None, None] * eyeN
-        K[:, :N, N:] = np.transpose(A, (0, 2, 1))
-        K[:, N:, :N] = A
-        K[:, N:, N:] = eyeL * np.where(act.T, -1e-14, 1.0)[:, None]
-        target = np.where(eq[:, None], 0.0, -margin)
-        rc = np.where(act, -(C - target), 0.0)
-        rhs = np.concatenate([-g.T, rc.T], axis=1)[:, :, None]
-        with np.errstate(all="ignore"):
-            try:
-                sol = np.linalg.solve(K, rhs)[..., 0]
-            except np.linalg.LinAlgError:  # a singular instance: stop them all here
-                break
-        dx = np.where(fr, sol[:, :N].T, 0.0)
+        xb, fr = x[:, b], free_b[:, b]
+        dx = _kkt_step(funcs, xb, M[:, b], active[:, b], fr, free, eq, margin)
+        if dx is None:  # a singular instance: stop them all here
+            break
         ok = np.all(np.isfinite(dx), axis=0)
         dx = np.where(ok[None], dx, 0.0)
         xn = np.clip(xb + dx, lo, hi)
@@ -174,7 +144,60 @@ def polish_batch(problem, X0: np.ndarray, M: np.ndarray, left=None, *, margin=0.
         small = np.max(np.abs(step) / (1.0 + np.abs(xb)), axis=0) <= 1e-11
         converged[b] = small & ok
         running[b] = ~converged[b] & ok
-    return x, used, converged
+    return converged
+
+
+def _kkt_step(funcs, xb, Mb, act, fr, free, eq, margin):
+    """One Newton step on the KKT system at the points ``xb`` (N, k): multipliers by
+    least squares, the Hessian of the Lagrangian by central differences of its exact
+    gradient (shifted to be positive definite), the active rows ``act`` (L, k) aimed at
+    0 (equalities) or ``margin`` inside; genes outside ``fr`` (N, k) held.  Returns
+    ``dx`` (N, k), or None when the KKT system of some instance is singular."""
+    vals, ders = funcs
+    N, k = xb.shape
+    L = act.shape[0]
+    free_idx = np.flatnonzero(free)
+    nf = free_idx.size
+    eyeN, eyeL = np.eye(N), np.eye(L)
+    _, C = vals(xb, Mb)
+    g, J = ders(xb, Mb)
+    g = np.where(fr, g, 0.0)
+    J = np.where(fr[None] & act[:, None], J, 0.0)                           # (L, N, k)
+    A = np.transpose(J, (2, 0, 1))                                          # (k, L, N)
+    G = A @ np.transpose(A, (0, 2, 1)) + eyeL * np.where(act.T, 1e-14, 1.0)[:, None]
+    lam = -np.linalg.solve(G, (A @ g.T[:, :, None]))[..., 0]                # (k, L)
+    # Hessian of the Lagrangian: central differences of its exact gradient
+    h = 1e-6 * (1.0 + np.abs(xb[free_idx]))                                 # (nf, k)
+    pts = np.repeat(xb[:, :, None], 2 * nf, axis=2)                         # (N, k, 2nf)
+    cols = np.arange(nf)
+    pts[free_idx, :, cols] += h
+    pts[free_idx, :, nf + cols] -= h
+    gp, Jp = ders(pts.reshape(N, -1), np.repeat(Mb, 2 * nf, axis=1))
+    gl = gp + np.einsum("lnj,lj->nj", Jp, np.repeat(lam.T, 2 * nf, axis=1))
+    gl = gl.reshape(N, k, 2 * nf)
+    H = np.zeros((k, N, N))
+    H[:, :, free_idx] = np.transpose((gl[:, :, :nf] - gl[:, :, nf:]) / (2 * h.T[None]),
+                                     (1, 0, 2))
+    H = 0.5 * (H + np.transpose(H, (0, 2, 1)))
+    frT = fr.T
+    H = np.where(frT[:, :, None] & frT[:, None, :], H, eyeN[None])
+    H = np.nan_to_num(H, nan=0.0, posinf=0.0, neginf=0.0)
+    wmin = np.linalg.eigvalsh(H)[:, 0]
+    shift = np.maximum(0.0, -wmin) + 1e-10 * np.maximum(1.0, np.abs(H).max(axis=(1, 2)))
+    K = np.zeros((k, N + L, N + L))
+    K[:, :N, :N] = H + shift[:, None, None] * eyeN
+    K[:, :N, N:] = np.transpose(A, (0, 2, 1))
+    K[:, N:, :N] = A
+    K[:, N:, N:] = eyeL * np.where(act.T, -1e-14, 1.0)[:, None]
+    target = np.where(eq[:, None], 0.0, -margin)
+    rc = np.where(act, -(C - target), 0.0)
+    rhs = np.concatenate([-g.T, rc.T], axis=1)[:, :, None]
+    with np.errstate(all="ignore"):
+        try:
+            sol = np.linalg.solve(K, rhs)[..., 0]
+        except np.linalg.LinAlgError:
+            return None
+    return np.where(fr, sol[:, :N].T, 0.0)
 
 
 def near_active(C, J, x, fcol, rel: float = 1e-4):
@@ -193,17 +216,6 @@ HOLD = 1e-8
 #: ulps of its size a held inequality is aimed inside when a plain step did not help.
 HELD_ULPS = 64
 
-#: Evaluations a finishing step keeps back from what it passes to a restoration or a
-#: polish, for the checks after it.
-KEEP_BACK = 20
-
-
-def budget_left(max_evals, nfev):
-    """What a restoration or polish may spend after ``nfev`` of ``max_evals`` (None: no
-    limit), :data:`KEEP_BACK` held back; never negative."""
-    return None if max_evals is None else max(0, max_evals - nfev - KEEP_BACK)
-
-
 def restore(problem, x0: np.ndarray, pvec: np.ndarray, max_evals=None, iters: int = 30,
             inside: float = INSIDE):
     """Feasibility restoration of one point: least-norm Gauss-Newton steps on the
@@ -220,8 +232,6 @@ def restore(problem, x0: np.ndarray, pvec: np.ndarray, max_evals=None, iters: in
     (none when ``max_evals`` leaves no room for a step: the residual alone would be
     wasted, and at a spent budget it would exceed it).
     """
-    from ._polish import conjunctive_leaves, rounding_scale
-
     free = ~problem.integer
     L = len(problem.leaves)
     if not free.any() or L == 0:
@@ -230,30 +240,10 @@ def restore(problem, x0: np.ndarray, pvec: np.ndarray, max_evals=None, iters: in
         deriv = problem.lowering.derivatives("numpy")
     except Exception:  # no exact derivatives: leave it to SLSQP
         return x0.copy(), 0
-    leaves = problem.lowering.functions("numpy")["leaves"]
-    usable = np.zeros(L, dtype=bool)
-    usable[conjunctive_leaves(problem)] = True
     eq = np.array([lf.kind == "eq" for lf in problem.leaves], dtype=bool)
-    band = (1.0 - 1e-3) * problem.eq_tol  # the polish's own share of the band
     lo, hi = problem.lower, problem.upper
     M = np.reshape(pvec, (-1, 1))
-
-    def residual(x):
-        with np.errstate(all="ignore"):
-            _, C = leaves(x[:, None], M)
-        C = np.asarray(C, float).reshape(L)
-        # equalities to the edge of their band |h| <= eq_tol (the nearest feasible h, not
-        # h = 0: an optimum may lean on the band), violated inequalities just inside
-        r = np.where(eq, np.sign(C) * np.maximum(np.abs(C) - band, 0.0),
-                     np.where(C > 0, C + inside, 0.0))
-        r = np.where(usable, r, 0.0)
-        # rows of the step: the violated ones, and the inequalities within HOLD of their
-        # boundary held where they are (residual 0), so that the step that cures one
-        # constraint does not push an active neighbour out: a violation of 1e-13 at a
-        # vertex of four active constraints (CEC 2020 RC14) was never cured without them
-        rows = usable & ((r != 0) | (~eq & (C > -HOLD) & (C <= 0)))
-        return r, rows, float(np.sum(np.abs(r))) if np.all(np.isfinite(r)) else np.inf, C
-
+    residual = _residual(problem, M, eq, inside)
     used = 0
     x = np.clip(np.asarray(x0, dtype=np.float64), lo, hi)
     if max_evals is not None and max_evals < 7:  # no room for one step after the residual
@@ -270,22 +260,11 @@ def restore(problem, x0: np.ndarray, pvec: np.ndarray, max_evals=None, iters: in
         J = np.asarray(J, float).reshape(L, -1)[:, :problem.n]
         if not np.all(np.isfinite(J[rows])):
             break
-        # a variable on a side of the box that the step would push out is held there,
-        # and the step solved again without it (clipping it would spoil the step: G22's
-        # x10 on its bound 300 took the whole least-norm step of x5 + 1e5 x10 = 3.3e7)
         target = r
         if aim_held:  # the held rows aimed a few ulps of their size inside as well
             gap = HELD_ULPS * np.finfo(np.float64).eps * rounding_scale(J, x, C)
             target = np.where((r == 0) & ~eq & (C > -gap), C + gap, r)
-        movable = free.copy()
-        for _ in range(3):
-            A = np.where(movable[None], J[rows], 0.0)
-            dx = -np.linalg.lstsq(A, target[rows], rcond=None)[0]
-            out = movable & (((x <= lo) & (dx < 0)) | ((x >= hi) & (dx > 0)))
-            if not out.any():
-                break
-            movable &= ~out
-        dx = np.where(movable, dx, 0.0)
+        dx = _step(J[rows], target[rows], free, x, lo, hi)
         t, moved = 1.0, False
         for _ in range(5):  # halve the step until the violation falls
             xn = np.clip(x + t * dx, lo, hi)
@@ -299,7 +278,50 @@ def restore(problem, x0: np.ndarray, pvec: np.ndarray, max_evals=None, iters: in
             if aim_held:
                 break
             # rounding pushed a held neighbour out as the step cured the violation (each
-            # violated row counts its `inside` aim, so the trade never pays): CEC 2020
-            # RC14's 1e-13 violation with a neighbour at 0 whose terms are ~3e3
+            # violated row counts its `inside` aim, so the trade never pays)
             aim_held = True
     return x, used
+
+
+def _residual(problem, M, eq, inside: float):
+    """``residual(x) -> (r (L,), rows (L,) bool, total violation, C (L,))`` of
+    :func:`restore` at one point: what each constraint leaf's step should remove, and the
+    rows of the step."""
+    leaves = problem.lowering.functions("numpy")["leaves"]
+    L = len(problem.leaves)
+    usable = np.zeros(L, dtype=bool)
+    usable[conjunctive_leaves(problem)] = True
+    band = (1.0 - 1e-3) * problem.eq_tol  # the polish's own share of the band
+
+    def residual(x):
+        with np.errstate(all="ignore"):
+            _, C = leaves(x[:, None], M)
+        C = np.asarray(C, float).reshape(L)
+        # equalities to the edge of their band |h| <= eq_tol (the nearest feasible h, not
+        # h = 0: an optimum may lean on the band), violated inequalities just inside
+        r = np.where(eq, np.sign(C) * np.maximum(np.abs(C) - band, 0.0),
+                     np.where(C > 0, C + inside, 0.0))
+        r = np.where(usable, r, 0.0)
+        # rows of the step: the violated ones, and the inequalities within HOLD of their
+        # boundary held where they are (residual 0), so that the step that cures one
+        # constraint does not push an active neighbour out (at a vertex of several
+        # active constraints a tiny violation is never cured without them)
+        rows = usable & ((r != 0) | (~eq & (C > -HOLD) & (C <= 0)))
+        return r, rows, float(np.sum(np.abs(r))) if np.all(np.isfinite(r)) else np.inf, C
+
+    return residual
+
+
+def _step(J, target, free, x, lo, hi):
+    """The least-norm step ``dx`` (N,) with ``J dx = -target`` over the free genes; a
+    gene on a side of the box that the step would push out is held there and the step
+    solved again without it (clipping it would spoil the whole step)."""
+    movable = free.copy()
+    for _ in range(3):
+        A = np.where(movable[None], J, 0.0)
+        dx = -np.linalg.lstsq(A, target, rcond=None)[0]
+        out = movable & (((x <= lo) & (dx < 0)) | ((x >= hi) & (dx > 0)))
+        if not out.any():
+            break
+        movable &= ~out
+    return np.where(movable, dx, 0.0)

@@ -72,9 +72,10 @@ SCALED_FIRST = 1e6
 
 
 def wide_spread(problem) -> bool:
-    """Whether the box's finite widths span more than :data:`SCALED_FIRST` (G22: genes of
-    1 and 4e7).  SLSQP then runs in scaled form first, in the polish
-    (:func:`._finish.polish_from`) and in the moves of :mod:`._intsearch`."""
+    """Whether the box's finite widths span more than :data:`SCALED_FIRST` (genes of
+    width 1 beside genes of width 1e7).  SLSQP then runs in scaled form first, in the
+    polish (:func:`constropt.finish._polishing.polish_from`) and in the moves of
+    :mod:`constropt.finish._intsearch`."""
     width = problem.upper - problem.lower
     width = width[np.isfinite(width) & (width > 0)]
     return bool(width.size > 0 and width.max() > SCALED_FIRST * width.min())
@@ -110,8 +111,6 @@ def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
     scaled : bool
         Run SLSQP in scaled form (:func:`_scaled`; needs exact derivatives).
     """
-    from scipy.optimize import minimize
-
     free = np.flatnonzero(~problem.integer)
     if free.size == 0 or (max_evals is not None and max_evals < 10):
         return x0.copy(), 0
@@ -137,6 +136,22 @@ def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
     if max_evals is not None:
         maxiter = max(1, min(maxiter, max_evals // (3 if jac is not None else free.size + 2)))
     z0 = np.clip(x_fixed[free], lo, hi)
+    z, status = _slsqp(bridge, jac, cons, z0, lo, hi, counter, scaled, maxiter, x_fixed, free)
+    if info is not None:
+        info["timed_out"] = counter.timed_out
+        info["status"], info["moved"] = status, bool(np.any(z != z0))
+    x = x_fixed.copy()
+    x[free] = z
+    return x, counter.n
+
+
+def _slsqp(bridge, jac, cons, z0, lo, hi, counter, scaled, maxiter, x_fixed, free):
+    """scipy's SLSQP from the free genes ``z0`` (in scaled form when ``scaled`` and the
+    derivatives are exact): ``(z, SLSQP's status)``; the last point evaluated where the
+    budget or the deadline ended it (status None), ``z0`` where it failed; Ctrl-C raises
+    :class:`PolishInterrupted` with the last point."""
+    from scipy.optimize import minimize  # scipy.optimize costs its import only when used
+
     status = None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -159,20 +174,15 @@ def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
                 raise PolishInterrupted(x, counter.n) from None
             except (ValueError, ArithmeticError, np.linalg.LinAlgError):
                 z = z0
-    if info is not None:
-        info["timed_out"] = counter.timed_out
-        info["status"], info["moved"] = status, bool(np.any(z != z0))
-    x = x_fixed.copy()
-    x[free] = z
-    return x, counter.n
+    return z, status
 
 
 def _singular_sides(bridge, z0: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Free genes on a side of the box where a partial derivative (of the objective or
-    of a constraint) is not finite: ``x2**0.6`` at ``x2 = 0`` (CEC 2006 G21, whose
-    optimum has ``x2 = 0``).  SLSQP from such a point stopped on a singular matrix at
-    every margin and form, 6e-4 above G21's optimum; with ``x2`` held at 0 it reaches
-    it.  One derivative evaluation (none without exact derivatives)."""
+    of a constraint) is not finite: ``x2**0.6`` at ``x2 = 0``.  SLSQP from such a point
+    stops on a singular matrix at every margin and form; with ``x2`` held there it can
+    reach an optimum on that side.  One derivative evaluation (none without exact
+    derivatives)."""
     side = (z0 == lo) | (z0 == hi)
     if not bridge.exact or not side.any():
         return np.zeros(z0.shape, dtype=bool)
@@ -238,11 +248,10 @@ def _scaled(bridge, cons, z0, lo, hi):
     gradient norm at the start.
 
     SLSQP's quasi-Newton start (the identity) and its merit function weigh all genes and
-    rows alike; G22 mixes genes of size 1e7 and 1 and rows with coefficients 1e5 and 1.
-    Unscaled, SLSQP from the search's point ran 200 iterations and ended violating by
-    3e7; scaled, it reached a feasible 236.3138 (f* 236.4310, the band |h| <= 1e-4
-    allows lower) in 47.  A row ``ub - c >= 0`` divided by a positive number keeps its
-    feasible set, so the constraints and the band are the same.
+    rows alike, which fails where genes of size 1e7 meet genes of size 1 and rows with
+    coefficients 1e5 meet rows with coefficients 1.  A row ``ub - c >= 0`` divided by a
+    positive number keeps its feasible set, so the constraints and the band are the
+    same.
 
     Returns ``(fun, jac, constraints, u0, bounds, to_z)``.
     """
@@ -287,13 +296,12 @@ def stationarity(problem, x: np.ndarray, pvec: np.ndarray):
     with multipliers ``l_k >= 0`` on the active inequalities (within :data:`ACTIVE` of
     their rounding scale) and the sides of the box, free signs on equalities and on the
     leaves under an ``Or``: 0 at a KKT point, about the objective's relative fall per
-    relative step elsewhere.  SLSQP can report success short of one: HS062 (three
-    logarithms, one equality) from a GA point stopped 0.0078 above the optimum, residual
-    4.8e-4 (6e-7 at the optimum).  Returns ``(0.0, used)`` where the derivatives are
+    relative step elsewhere.  SLSQP can report success short of one (on logarithms
+    under an equality, say).  Returns ``(0.0, used)`` where the derivatives are
     missing or not finite (no verdict: a kink or a singular side).  One evaluation of
     the leaves and one of the derivatives.
     """
-    from scipy.optimize import nnls
+    from scipy.optimize import nnls  # scipy.optimize costs its import only when used
 
     free = ~problem.integer
     L = len(problem.leaves)

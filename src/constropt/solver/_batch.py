@@ -6,7 +6,7 @@ population is shaped ``(N, B, S)`` (genes, instances, individuals) and the param
 the last axis per instance.  Each instance has its own memory, epsilon level, best
 point, counters and termination (the same rules as ``solve``); finished instances drop
 out of the work.  Each best point is then polished within its budget and checked in
-float64 (``_finish.py``, as in ``solve``), and gets a full :class:`Result`.
+float64 (``finish/_finish.py``, as in ``solve``), and gets a full :class:`Result`.
 """
 
 from __future__ import annotations
@@ -19,10 +19,13 @@ from typing import Any
 import numpy as np
 
 from .._errors import OptionError, ProblemError
+from ..backend._devices import check_device, choose_backend
 from ..engine._driver import Instance
 from ..engine._handling import handler_names, make_handler
-from ..finish._finish import Budget, diverges, finish, make_result
+from ..finish._budget import Budget
+from ..finish._finish import finish, make_result
 from ..finish._result import Result, Status, add_up
+from ..finish._verdict import diverges_many
 from ..local._interior import applicable
 from ..problem._bounds import parameter_box
 from ..problem._evaluate import report_numpy
@@ -36,8 +39,8 @@ __all__ = ["solve_batch", "BatchResult", "BATCH_FTOL"]
 
 #: ``ftol`` of a polished batch when none is given: the search of each instance stops
 #: once its population agrees to this (relative), and the batched Newton polish
-#: (``_newton.py``, float64) takes the point the rest of the way.  With the single
-#: solve's 1e-10, the disc benchmark ran 100-160 generations instead of 60-120.
+#: (``local/_newton.py``, float64) takes the point the rest of the way, so the search
+#: need not run the generations the single solve's 1e-10 asks for.
 BATCH_FTOL = 1e-6
 
 
@@ -198,19 +201,11 @@ def solve_batch(problem: Problem, parameters: Mapping[Any, Any], *, device: Any 
     t_start = time.perf_counter()
     if not isinstance(problem, Problem):
         raise OptionError("solve_batch takes a constropt.Problem declared with parameters=")
-    unsupported = {"algorithm", "restarts", "repair", "checkpoint", "callback", "progress",
-                   "on_generation"} & set(options)
-    if options.get("certify", False) not in (False, None):  # no per-instance certificates
-        unsupported.add("certify")
-    if unsupported:
-        raise OptionError(f"solve_batch does not support {', '.join(sorted(unsupported))}")
-    refuse_problem_options(options, "solve_batch")
+    _refuse_options(options)
     options, dtype = batch_defaults(problem, options, dtype)
     opts = SolveOptions.from_kwargs({**options, "restarts": 0})
     if opts.constraint_handling != "auto" and not make_handler(opts.constraint_handling).batches:
         raise OptionError(f"solve_batch supports constraint_handling {_batch_handlers()}")
-    from ..backend._devices import check_device, choose_backend
-
     if opts.backend == "numpy":  # a conflict is named before the device is checked
         choose_backend("numpy", device, compile, 0)
     check_device(device)  # a bad device is reported before any work
@@ -236,6 +231,17 @@ def _batch_handlers() -> str:
     """The registered handlers ``solve_batch`` offers, as a phrase."""
     names = [repr(h) for h in handler_names() if make_handler(h).batches]
     return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+
+
+def _refuse_options(options) -> None:
+    """:class:`OptionError` naming the options of ``solve`` that a batch does not take."""
+    unsupported = {"algorithm", "restarts", "repair", "checkpoint", "callback", "progress",
+                   "on_generation"} & set(options)
+    if options.get("certify", False) not in (False, None):  # no per-instance certificates
+        unsupported.add("certify")
+    if unsupported:
+        raise OptionError(f"solve_batch does not support {', '.join(sorted(unsupported))}")
+    refuse_problem_options(options, "solve_batch")
 
 
 def _local_first(choice, problem, opts) -> bool:
@@ -302,7 +308,7 @@ def _local_then_global(problem, opts, device, dtype, seed, compile, M, t_start):
     share = {k: v / B for k, v in timings.items()}
     out = [None] * B
     for b, (inst, fin) in fins.items():
-        out[b] = make_result(problem, inst, *fin, seed=seed, device="cpu",
+        out[b] = make_result(problem, inst, fin, seed=seed, device="cpu",
                              timings=dict(share), backend="numpy")
     for b, r in glob.items():
         if out[b] is None:
@@ -313,14 +319,15 @@ def _local_then_global(problem, opts, device, dtype, seed, compile, M, t_start):
 def _local_finish(problem, idx, x, f, V, used, how, M, stopped=False) -> dict:
     """``{instance: (Instance, finish's tuple)}`` of the instances ``idx`` the local
     stage answered: the unboundedness probe (vectorized), then the exact check and the
-    status rules of every mode (:func:`._finish.finish`).  After a Ctrl-C (``stopped``,
-    or one landing here) the instances not finished yet end ``INTERRUPTED``, checked."""
+    status rules of every mode (:func:`constropt.finish._finish.finish`).  After a Ctrl-C
+    (``stopped``, or one landing here) the instances not finished yet end
+    ``INTERRUPTED``, checked."""
     if idx.size == 0:
         return {}
     verdicts = probe = None
     if not stopped:
         try:
-            verdicts, probe = diverges(problem, x[:, idx], M[:, idx])
+            verdicts, probe = diverges_many(problem, x[:, idx], M[:, idx])
         except KeyboardInterrupt:
             stopped = True
     budget = Budget(None)
@@ -336,9 +343,9 @@ def _local_finish(problem, idx, x, f, V, used, how, M, stopped=False) -> dict:
         fin = finish(problem, inst, M[:, b], budget, polish=False,
                      unbounded=None if stopped else (bool(verdicts[k]), int(probe[k])),
                      refined=(xb, int(used[b]), True, fb, V[:, b].copy()))
-        stopped = stopped or fin[4] is Status.INTERRUPTED
-        if fin[4] is Status.CONVERGED:
-            fin = (*fin[:5], f"local solve: {how[b]}; a verified KKT point (no global "
-                             "search)" + fin[5][len(Status.CONVERGED.value):], fin[6])
+        stopped = stopped or fin.status is Status.INTERRUPTED
+        if fin.status is Status.CONVERGED:
+            fin = fin._replace(message=f"local solve: {how[b]}; a verified KKT point (no "
+                               "global search)" + fin.message[len(Status.CONVERGED.value):])
         out[int(b)] = (inst, fin)
     return out

@@ -22,7 +22,8 @@ and the settings before ``resume`` continues (every error names the field).
 Files are written to a uniquely named temporary file in the same folder and renamed
 over the target, so a crash mid-write never leaves a truncated checkpoint; a temporary
 file left by a killed process is removed by the next write (or read) of that
-checkpoint.
+checkpoint (:mod:`._checkpoint_folder`).  The problem a checkpoint belongs to, and how
+it is stored: :mod:`._checkpoint_problem`.
 """
 
 from __future__ import annotations
@@ -41,10 +42,14 @@ import tempfile
 import typing
 
 import numpy as np
+import sympy
 
-from .._errors import CheckpointError, ConstroptError, ParseError
+from .._errors import CheckpointError, ParseError
+from ..problem._srepr import read_srepr
+from ._checkpoint_folder import clean_stale_temps, temp_prefix
+from ._checkpoint_problem import fingerprint, problem_data, problem_from_data  # its API too
 
-__all__ = ["fingerprint", "write_checkpoint", "read_checkpoint", "check_writable",
+__all__ = ["fingerprint", "write_checkpoint", "read_checkpoint",
            "encode", "decode", "problem_data", "problem_from_data", "FORMAT", "VERSION",
            "TAGS"]
 
@@ -53,52 +58,6 @@ VERSION = 2
 MAGIC = b"CONSTROPT-CHECKPOINT\n"
 _HASH = 32
 _NUMPY_KINDS = set("biuf")  # bool, integers, floats: never object arrays
-
-
-def fingerprint(problem) -> str:
-    """A hash of everything that defines the problem's search (code, box, sense)."""
-    h = hashlib.sha256()
-    for part in (problem.source, repr(tuple(str(v) for v in problem.variables)),
-                 repr(problem.maximize), repr(problem.eq_tol)):
-        h.update(part.encode())
-    for arr in (problem.lower, problem.upper, problem.integer.astype(np.uint8)):
-        h.update(np.ascontiguousarray(arr).tobytes())
-    return h.hexdigest()
-
-
-# -- the problem as data -----------------------------------------------------------------
-
-def problem_data(problem):
-    """The arguments that rebuild ``problem`` (what ``Problem.__reduce__`` names)."""
-    return tuple(problem.__reduce__()[1])
-
-
-def problem_from_data(args):
-    """Rebuild a Problem from :func:`problem_data` (never a callable from the file);
-    :class:`CheckpointError` naming the argument when they do not make one."""
-    import sympy
-
-    from ..problem._problem import _rebuild
-
-    names = ("objective", "constraints", "variables", "bounds", "maximize", "parameters",
-             "eq_tol", "default_bound")
-    if not isinstance(args, tuple) or not 7 <= len(args) <= len(names):
-        raise CheckpointError("field problem: expected the problem's 7 or 8 arguments")
-    kinds = {"objective": sympy.Expr, "constraints": tuple, "variables": tuple,
-             "bounds": (dict, type(None)), "maximize": bool, "parameters": dict,
-             "eq_tol": float, "default_bound": (int, float, type(None))}
-    for name, value in zip(names, args):
-        if not isinstance(value, kinds[name]) or (name == "eq_tol" and isinstance(value, bool)):
-            raise CheckpointError(f"field problem.{name}: holds a {type(value).__name__}")
-    try:
-        return _rebuild(*args)
-    except ConstroptError as exc:
-        raise CheckpointError(f"field problem: does not make a problem ({str(exc)[:200]})") \
-            from None
-    except (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError,
-            RecursionError, MemoryError) as exc:
-        raise CheckpointError(f"field problem: does not make a problem "
-                              f"({type(exc).__name__})") from None
 
 
 # -- the tree encoding -------------------------------------------------------------------
@@ -154,8 +113,6 @@ def _resolve(name):
 
 def encode(obj, blob: list) -> object:
     """``obj`` as JSON-ready data; array bytes are appended to ``blob`` (a list of bytes)."""
-    import sympy
-
     torch = sys.modules.get("torch")  # a NumPy search's state holds no tensors
 
     def add(raw: bytes) -> int:
@@ -235,173 +192,154 @@ def decode(data, blob: memoryview, path: str = ""):
 
 
 def _decode(data, blob: memoryview, path: str):
-    def fail(why: str) -> CheckpointError:
-        return CheckpointError(f"field {path or '(top)'}: {why}")
-
     if data is None or isinstance(data, (bool, str, int)):
         return data
     if isinstance(data, list) or not isinstance(data, dict):
-        raise fail(f"malformed entry {data!r:.80}")
+        raise _failure(path, f"malformed entry {data!r:.80}")
     kind = data.get("$")
-    if kind == "float":
-        return float(data["v"])
-    if kind in ("tensor", "ndarray"):
-        at, nbytes, shape = data["at"], data["nbytes"], data["shape"]
-        if not (isinstance(at, int) and isinstance(nbytes, int) and 0 <= at
-                and at + nbytes <= len(blob) and isinstance(shape, list)
-                and all(isinstance(s, int) and s >= 0 for s in shape)):
-            raise fail("malformed array entry")
-        raw = blob[at:at + nbytes]
-        if kind == "ndarray":
-            dt = np.dtype(data["dtype"]) if isinstance(data["dtype"], str) else None
-            if dt is None or dt.kind not in _NUMPY_KINDS:
-                raise fail(f"array of dtype {data['dtype']!r:.40}")
-            if math.prod(shape) * dt.itemsize != nbytes:
-                raise fail(f"array of shape {shape} does not hold {nbytes} bytes")
-            return np.frombuffer(raw, dtype=dt).reshape(shape).copy()
-        import torch
+    read = _READERS.get(kind) if isinstance(kind, str) else None
+    if read is None:
+        raise _failure(path, f"unknown entry kind {kind!r:.40}")
+    return read(data, blob, path)
 
-        dt = getattr(torch, str(data["dtype"]), None)
-        if not isinstance(dt, torch.dtype):
-            raise fail(f"tensor of dtype {data['dtype']!r:.40}")
-        if math.prod(shape) * dt.itemsize != nbytes:
-            raise fail(f"tensor of shape {shape} does not hold {nbytes} bytes")
-        t = torch.frombuffer(bytearray(raw), dtype=torch.uint8) if nbytes else \
-            torch.empty(0, dtype=torch.uint8)
-        return t.view(dt).reshape(shape).clone()
-    if kind == "numpy.dtype":
-        try:
-            dt = np.dtype(str(data["name"]))
-        except TypeError:
-            dt = None
+
+def _failure(path: str, why: str) -> CheckpointError:
+    return CheckpointError(f"field {path or '(top)'}: {why}")
+
+
+def _read_float(data, blob, path):
+    return float(data["v"])
+
+
+def _read_array(data, blob, path):
+    at, nbytes, shape = data["at"], data["nbytes"], data["shape"]
+    if not (isinstance(at, int) and isinstance(nbytes, int) and 0 <= at
+            and at + nbytes <= len(blob) and isinstance(shape, list)
+            and all(isinstance(s, int) and s >= 0 for s in shape)):
+        raise _failure(path, "malformed array entry")
+    raw = blob[at:at + nbytes]
+    if data["$"] == "ndarray":
+        dt = np.dtype(data["dtype"]) if isinstance(data["dtype"], str) else None
         if dt is None or dt.kind not in _NUMPY_KINDS:
-            raise fail(f"unknown numpy dtype {data['name']!r:.40}")
-        return dt
-    if kind == "torch.dtype":
-        import torch
+            raise _failure(path, f"array of dtype {data['dtype']!r:.40}")
+        if math.prod(shape) * dt.itemsize != nbytes:
+            raise _failure(path, f"array of shape {shape} does not hold {nbytes} bytes")
+        return np.frombuffer(raw, dtype=dt).reshape(shape).copy()
+    import torch  # a tensor entry: a torch search wrote it (the NumPy path never gets here)
 
-        dt = getattr(torch, str(data["name"]), None)
-        if not isinstance(dt, torch.dtype):
-            raise fail(f"unknown torch dtype {data['name']!r:.40}")
-        return dt
-    if kind == "torch.device":
-        import torch
+    dt = getattr(torch, str(data["dtype"]), None)
+    if not isinstance(dt, torch.dtype):
+        raise _failure(path, f"tensor of dtype {data['dtype']!r:.40}")
+    if math.prod(shape) * dt.itemsize != nbytes:
+        raise _failure(path, f"tensor of shape {shape} does not hold {nbytes} bytes")
+    t = torch.frombuffer(bytearray(raw), dtype=torch.uint8) if nbytes else \
+        torch.empty(0, dtype=torch.uint8)
+    return t.view(dt).reshape(shape).clone()
 
+
+def _read_numpy_dtype(data, blob, path):
+    try:
+        dt = np.dtype(str(data["name"]))
+    except TypeError:
+        dt = None
+    if dt is None or dt.kind not in _NUMPY_KINDS:
+        raise _failure(path, f"unknown numpy dtype {data['name']!r:.40}")
+    return dt
+
+
+def _read_torch_dtype(data, blob, path):
+    import torch  # a torch entry: a torch search wrote it (the NumPy path never gets here)
+
+    dt = getattr(torch, str(data["name"]), None)
+    if not isinstance(dt, torch.dtype):
+        raise _failure(path, f"unknown torch dtype {data['name']!r:.40}")
+    return dt
+
+
+def _read_torch_device(data, blob, path):
+    import torch  # a torch entry: a torch search wrote it (the NumPy path never gets here)
+
+    try:
+        return torch.device(str(data["name"])[:100])
+    except RuntimeError:
+        raise _failure(path, f"unknown torch device {data['name']!r:.40}") from None
+
+
+def _read_sympy(data, blob, path):
+    try:
+        return read_srepr(data["srepr"])
+    except ParseError as exc:
+        raise _failure(path, f"an unreadable expression ({exc})") from None
+
+
+def _read_enum(data, blob, path):
+    cls = _resolve(data["cls"])
+    if not issubclass(cls, enum.Enum) or not isinstance(data["name"], str) \
+            or data["name"] not in cls.__members__:
+        raise _failure(path, f"{data['name']!r:.40} is not a member of {data['cls']}")
+    return cls[data["name"]]
+
+
+def _read_namedtuple(data, blob, path):
+    cls = _resolve(data["cls"])
+    if not (issubclass(cls, tuple) and hasattr(cls, "_fields")):
+        raise _failure(path, f"{data['cls']} is not a named tuple")
+    items = data["items"]
+    if not isinstance(items, list) or len(items) != len(cls._fields):
+        raise _failure(path, f"state {data['cls']} has {len(items)} fields; this constropt "
+                             f"has {len(cls._fields)}")
+    return cls(*[decode(v, blob, _child(path, k)) for k, v in zip(cls._fields, items)])
+
+
+def _read_dataclass(data, blob, path):
+    cls = _resolve(data["cls"])
+    if not dataclasses.is_dataclass(cls):
+        raise _failure(path, f"{data['cls']} is not a dataclass")
+    names = {f.name for f in dataclasses.fields(cls)}
+    if not isinstance(data["fields"], dict) or set(data["fields"]) != names:
+        raise _failure(path, f"state {data['cls']} has other fields than this constropt's; "
+                             "it was written by another version")
+    obj = cls.__new__(cls)
+    types = _field_types(cls)
+    for k, v in data["fields"].items():
+        value = decode(v, blob, _child(path, k))
+        want = types.get(k)
+        if want is not None and not isinstance(value, want):
+            raise CheckpointError(f"field {_child(path, k)}: holds a "
+                                  f"{type(value).__name__}, expected a {want.__name__}")
+        object.__setattr__(obj, k, value)
+    return obj
+
+
+def _read_sequence(data, blob, path):
+    items = [decode(v, blob, _child(path, i)) for i, v in enumerate(data["items"])]
+    return tuple(items) if data["$"] == "tuple" else items
+
+
+def _read_dict(data, blob, path):
+    out = {}
+    for pair in data["items"]:
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise _failure(path, "malformed dict entry")
+        key = decode(pair[0], blob, path)
         try:
-            return torch.device(str(data["name"])[:100])
-        except RuntimeError:
-            raise fail(f"unknown torch device {data['name']!r:.40}") from None
-    if kind == "sympy":
-        from ..problem._srepr import read_srepr
+            out[key] = decode(pair[1], blob, _child(path, key))
+        except TypeError:  # an unhashable key
+            raise _failure(path, f"a dict key of type {type(key).__name__}") from None
+    return out
 
-        try:
-            return read_srepr(data["srepr"])
-        except ParseError as exc:
-            raise fail(f"an unreadable expression ({exc})") from None
-    if kind == "enum":
-        cls = _resolve(data["cls"])
-        if not issubclass(cls, enum.Enum) or not isinstance(data["name"], str) \
-                or data["name"] not in cls.__members__:
-            raise fail(f"{data['name']!r:.40} is not a member of {data['cls']}")
-        return cls[data["name"]]
-    if kind == "namedtuple":
-        cls = _resolve(data["cls"])
-        if not (issubclass(cls, tuple) and hasattr(cls, "_fields")):
-            raise fail(f"{data['cls']} is not a named tuple")
-        items = data["items"]
-        if not isinstance(items, list) or len(items) != len(cls._fields):
-            raise fail(f"state {data['cls']} has {len(items)} fields; this constropt has "
-                       f"{len(cls._fields)}")
-        return cls(*[decode(v, blob, _child(path, k)) for k, v in zip(cls._fields, items)])
-    if kind == "dataclass":
-        cls = _resolve(data["cls"])
-        if not dataclasses.is_dataclass(cls):
-            raise fail(f"{data['cls']} is not a dataclass")
-        names = {f.name for f in dataclasses.fields(cls)}
-        if not isinstance(data["fields"], dict) or set(data["fields"]) != names:
-            raise fail(f"state {data['cls']} has other fields than this constropt's; it was "
-                       "written by another version")
-        obj = cls.__new__(cls)
-        types = _field_types(cls)
-        for k, v in data["fields"].items():
-            value = decode(v, blob, _child(path, k))
-            want = types.get(k)
-            if want is not None and not isinstance(value, want):
-                raise CheckpointError(f"field {_child(path, k)}: holds a "
-                                      f"{type(value).__name__}, expected a {want.__name__}")
-            object.__setattr__(obj, k, value)
-        return obj
-    if kind in ("tuple", "list"):
-        items = [decode(v, blob, _child(path, i)) for i, v in enumerate(data["items"])]
-        return tuple(items) if kind == "tuple" else items
-    if kind == "dict":
-        out = {}
-        for pair in data["items"]:
-            if not isinstance(pair, list) or len(pair) != 2:
-                raise fail("malformed dict entry")
-            key = decode(pair[0], blob, path)
-            try:
-                out[key] = decode(pair[1], blob, _child(path, key))
-            except TypeError:  # an unhashable key
-                raise fail(f"a dict key of type {type(key).__name__}") from None
-        return out
-    raise fail(f"unknown entry kind {kind!r:.40}")
+
+#: How each entry kind of the tree is read back (the inverse of :func:`encode`'s cases).
+_READERS = {
+    "float": _read_float, "tensor": _read_array, "ndarray": _read_array,
+    "numpy.dtype": _read_numpy_dtype, "torch.dtype": _read_torch_dtype,
+    "torch.device": _read_torch_device, "sympy": _read_sympy, "enum": _read_enum,
+    "namedtuple": _read_namedtuple, "dataclass": _read_dataclass, "tuple": _read_sequence,
+    "list": _read_sequence, "dict": _read_dict,
+}
 
 
 # -- files -------------------------------------------------------------------------------
-
-def check_writable(path) -> None:
-    """:class:`CheckpointError` now if a checkpoint could not be written to ``path`` later
-    (its folder is missing or read-only, or ``path`` is a folder)."""
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise CheckpointError(f"checkpoint path {path!r} is a folder, not a file")
-    if not os.path.isdir(folder):
-        raise CheckpointError(f"cannot write checkpoint {path!r}: folder {folder!r} does "
-                              "not exist")
-    if not os.access(folder, os.W_OK):
-        raise CheckpointError(f"cannot write checkpoint {path!r}: folder {folder!r} is not "
-                              "writable")
-
-
-def _temp_prefix(path: str) -> str:
-    return f".constropt-{os.path.basename(path)}."
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True
-    return True
-
-
-def clean_stale_temps(path) -> int:
-    """Remove temporary files of ``path`` left by processes that no longer run (killed
-    mid-write).  Returns how many were removed."""
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    prefix = _temp_prefix(path)
-    removed = 0
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return 0
-    for name in names:
-        if not (name.startswith(prefix) and name.endswith(".tmp")):
-            continue
-        pid = name[len(prefix):].split(".", 1)[0]
-        if pid.isdigit() and (int(pid) == os.getpid() or not _alive(int(pid))):
-            try:
-                os.unlink(os.path.join(folder, name))
-                removed += 1
-            except OSError:
-                pass
-    return removed
-
 
 def _serialize(payload: dict) -> bytes:
     blob: list = [0]
@@ -419,7 +357,7 @@ def write_checkpoint(path, payload: dict) -> None:
     data = _serialize(payload)  # fails (CheckpointError) before any file is touched
     folder = os.path.dirname(os.path.abspath(path))
     clean_stale_temps(path)
-    fd, tmp = tempfile.mkstemp(prefix=f"{_temp_prefix(path)}{os.getpid()}.", suffix=".tmp",
+    fd, tmp = tempfile.mkstemp(prefix=f"{temp_prefix(path)}{os.getpid()}.", suffix=".tmp",
                                dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -5,17 +5,33 @@ the best point presses on a soft side and a point beyond that side is feasible a
 better, the side moves out tenfold and the search runs again, at most
 :data:`MAX_EXPANSIONS` times; a huge given side is then reached in one step.  An open
 side that is still pressed after that means the problem is unbounded or its optimum is
-far beyond the problem's scale: ``solve`` reports ``UNBOUNDED`` and says so.
+far beyond the problem's scale: ``solve`` reports ``UNBOUNDED`` and says so
+(:func:`pressed_note`).
+
+:func:`search_rounds` runs these rounds for ``solve`` and ``resume``: each round is a
+:class:`~constropt.solver._search.Search` over the current box whose best point takes
+stage 1 of the finishing path (:func:`constropt.finish._finish.refine`); stage 2
+(:func:`constropt.finish._finish.judge`) runs once, on the last round's point.
 """
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
 import numpy as np
 
+from ..finish._budget import Budget
+from ..finish._defined import result_key
+from ..finish._finish import refine
+from ..finish._result import Status, Stopwatch
 from ..problem._bounds import with_box
 from ..problem._evaluate import report_numpy
+from ._search import Ended, Search, default_pop_size, search_deadline
 
-__all__ = ["MAX_EXPANSIONS", "FACTOR", "pressed_sides", "expand", "describe", "open_side"]
+__all__ = ["MAX_EXPANSIONS", "FACTOR", "pressed_sides", "expand", "describe", "open_side",
+           "search_rounds", "Rounds", "pressed_note"]
 
 #: Expansions of the soft sides before an open side still pressed is reported unbounded.
 MAX_EXPANSIONS = 4
@@ -107,3 +123,160 @@ def open_side(problem, lower_mask, upper_mask) -> bool:
     soft = problem._soft
     return bool((lower_mask & ~np.isfinite(soft.hard_lower)).any()
                 or (upper_mask & ~np.isfinite(soft.hard_upper)).any())
+
+
+# -- the rounds of ``solve``: a search, and a new one while the box expands -------------------
+
+def _remaining(opts, nfev: int, seconds: float):
+    """``opts`` with the budgets left after ``nfev`` evaluations and ``seconds`` of
+    search and polish (each expansion of the box runs a new search within them)."""
+    if nfev == 0:
+        return opts
+    left = {}
+    if opts.max_evals is not None:
+        left["max_evals"] = max(0, opts.max_evals - nfev)
+    if opts.time_limit is not None:
+        left["time_limit"] = max(1e-9, opts.time_limit - seconds)
+    return replace(opts, **left) if left else opts
+
+
+def _run_round(box, ropts, dev, dtype, seed, compile, pvec, *, resume, settings, deadline,
+               search_deadline) -> Ended:
+    """One search of the driver over ``box``, run to its end (no finishing)."""
+    search = Search._create(box, ropts, dev, dtype, seed, compile, pvec[:, None],
+                            t_start=time.perf_counter(), settings=settings, resume=resume,
+                            deadline=deadline, search_deadline=search_deadline)
+    return search._ended()
+
+
+@dataclass
+class Rounds:
+    """What the rounds of a solve found and spent: the last search ``box`` and the
+    number of expansions that made it (``rounds``), the best point (``inc``), why the
+    last round ended (``reason``), the sides the point pressed on when the expansion
+    stopped (``pressed``: ``(lower, upper)`` masks, or None), the run's ``budget``, the
+    last search's ``end`` (its device and backend) and its ``inst`` with the history and
+    generations of every round, the seconds of search, compile and import."""
+
+    box: Any
+    budget: Budget
+    rounds: int = 0
+    inc: Any = None
+    reason: Any = None
+    pressed: Any = None
+    end: Any = None
+    inst: Any = None
+    hist: list = field(default_factory=list)
+    nit: int = 0
+    search_s: float = 0.0
+    compile_s: float = 0.0
+    import_s: float = 0.0
+
+
+def search_rounds(problem, opts, dev, dtype, seed, compile, pvec, *, settings, resume,
+                  deadline, watch: Stopwatch) -> Rounds:
+    """Search ``problem`` (parameters ``pvec``) and polish the best point
+    (:func:`constropt.finish._finish.refine`), and while it presses on soft sides of the
+    box with the objective improving beyond them, expand those sides and search again,
+    within the budgets left (at most :data:`MAX_EXPANSIONS` times).  A checkpointed (or
+    resumed) run is one search, so that resuming ends exactly where the uninterrupted
+    run does.  A Ctrl-C while a new search is set up keeps the previous round's point."""
+    n = problem.n
+    S = opts.pop_size or default_pop_size(opts.algorithm, n)
+    S += S % 2
+    before = float(getattr(resume["loop"], "elapsed", 0.0)) if resume is not None else 0.0
+    stop = search_deadline(deadline, opts)
+    expandable = problem._soft.any and resume is None and opts.checkpoint is None
+    run = Rounds(box=problem, budget=Budget(opts.max_evals, deadline=deadline))
+    last_box = problem
+    while True:
+        ropts = _remaining(opts, run.budget.used, run.search_s + watch.parts["polish"])
+        try:
+            end = _run_round(run.box, ropts, dev, dtype, seed, compile, pvec, resume=resume,
+                             settings=settings, deadline=deadline, search_deadline=stop)
+        except KeyboardInterrupt:  # setting up a new search (the search catches its own)
+            if not run.rounds:
+                raise  # no point evaluated yet: nothing to return
+            run.box, run.rounds, run.reason, run.pressed = last_box, run.rounds - 1, \
+                Status.INTERRUPTED, None
+            break  # the previous round's best point, checked and polished, stands
+        _refine_round(problem, run, end, pvec, opts, before, watch)
+        run.pressed = None
+        if not (expandable and run.budget.room(2 * n) and run.inc.feasible and
+                np.isfinite(run.inc.f)) or run.reason in (
+                    Status.INTERRUPTED, Status.CALLBACK, Status.TARGET, Status.UNBOUNDED,
+                    Status.TIME_LIMIT):
+            break
+        try:
+            lo_m, hi_m, used = pressed_sides(problem, run.box, run.inc.x, run.inc.f, pvec,
+                                             run.budget.left())
+        except KeyboardInterrupt:
+            run.reason = Status.INTERRUPTED
+            break
+        run.budget.spend(used)
+        if not (lo_m.any() or hi_m.any()):
+            break
+        run.pressed = (lo_m, hi_m)
+        evals_left = run.budget.left()
+        time_left = None if opts.time_limit is None else \
+            opts.time_limit - run.search_s - watch.parts["polish"]
+        if run.rounds == MAX_EXPANSIONS or (evals_left is not None and evals_left < 2 * S) \
+                or (time_left is not None and time_left <= 0):
+            break
+        last_box = run.box
+        run.box = expand(problem, run.box, lo_m, hi_m, last=run.rounds == MAX_EXPANSIONS - 1)
+        run.rounds += 1
+    return run
+
+
+def _refine_round(problem, run: Rounds, end: Ended, pvec, opts, before: float,
+                  watch: Stopwatch) -> None:
+    """Count a finished round's search into ``run`` and polish its best point; the point
+    of the round before stands where this wider box's search ended where the objective
+    is undefined."""
+    inst = end.instances[0]
+    run.end = end
+    run.compile_s += end.compile_s
+    run.import_s += end.import_s
+    run.nit += inst.nit
+    run.search_s += end.seconds - before  # this call's share (a resumed run counts on)
+    run.hist.append((run.budget.used + inst.hist_nfev, inst.hist_f, inst.hist_cv))
+    run.inst = inst._replace(
+        nit=run.nit, **{k: np.concatenate([h[i] for h in run.hist])
+                        for i, k in enumerate(("hist_nfev", "hist_f", "hist_cv"))})
+    kept = run.inc  # the last round's
+    run.budget.spend(inst.nfev)
+    run.inc, run.reason = refine(run.box, inst, pvec, run.budget, polish=opts.polish,
+                                 watch=watch)
+    if kept is not None and result_key(problem, kept.f, kept.V)[:2] < \
+            result_key(problem, run.inc.f, run.inc.V)[:2]:
+        run.inc = kept  # a wider box's search ended where f is undefined
+
+
+def pressed_note(problem, run: Rounds):
+    """The status rule of a box whose expansion stopped with the best point on a side
+    (``run.pressed``): ``amend(incumbent, status, message, checked) -> (status,
+    message)`` for :func:`constropt.finish._finish.judge`.  An open side still pressed
+    after the expansions is ``UNBOUNDED``; a side short of its given bound is not
+    confirmed."""
+    reason, pressed, box = run.reason, run.pressed, run.box
+
+    def amend(inc, status, message, checked):
+        if not (checked.feasible and reason is not Status.TARGET and pressed is not None
+                and (status is reason or status is Status.UNBOUNDED)):
+            return status, message
+        where = describe(problem, box, *pressed)
+        if not open_side(problem, *pressed):
+            if status is reason:  # a better feasible point lies beyond the side
+                status, message = Status.NOT_CONFIRMED, Status.NOT_CONFIRMED.value
+            return status, message + (
+                f"; the best point presses on the search box side of {where}, short of "
+                "the given bound: the budget ended the box's expansion")
+        return Status.UNBOUNDED, (
+            f"{Status.UNBOUNDED.value}: the best point presses on the default box side of "
+            f"{where} after {run.rounds} expansion{'s' if run.rounds != 1 else ''}, and the "
+            f"objective still improves beyond it (best objective {inc.f:.6g}). The problem "
+            "is unbounded, or its optimum lies far outside the problem's scale: pass "
+            "bounds= to search there")
+
+    return amend

@@ -21,7 +21,7 @@ parameters and keeps its active set between breakpoints.  So before any global s
 
 The instances left (answers that disagree, fail, or cannot be verified) go to the global
 search; every answer then takes the exact check and the status rules of every mode
-(``_finish.py``).
+(``finish/_finish.py``).
 """
 
 from __future__ import annotations

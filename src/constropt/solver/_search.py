@@ -1,33 +1,68 @@
 """The steppable search: :class:`Search`, and how its engine is built.
 
-``solve`` is ``Search(...).run().result()``; ``solve_batch`` is the same search over
-``B`` parameter instances; the island model adds a migration hook.  Building the engine
-(algorithm, constraint handler, device, dtype, compile choice, budget, termination)
-happens once, in ``_build.py``; finishing (polish, check, status) in ``_finish.py``.
+``solve`` is ``Search(...).run().result()`` (within an expanding box: :mod:`._expand`);
+``solve_batch`` is the same search over ``B`` parameter instances; the island model
+adds a migration hook.  Building the engine (algorithm, constraint handler, device,
+dtype, compile choice, budget, termination) happens once, in ``_build.py``; finishing
+(polish, check, status) in :mod:`constropt.finish._finish`, the same for every mode.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..certify._result import certify_result
-from ..finish._interrupt import cross_checked, interrupted
-from ..finish._result import Status, add_up
+from ..backend._arrays import inference, to_numpy
+from ..engine._driver import CODES
+from ..engine._ga import Population
+from ..finish._budget import Budget
+from ..finish._finish import finish_batch, make_result
+from ..finish._result import Stopwatch, raise_if_failed, run_timings
+from ..problem._bounds import parameter_box
 from ._build import (  # re-exported: the search's settings live in _build
     ALGORITHMS,
     COMPILE_THRESHOLD,
+    POLISH_TIME_SHARE,
+    _problem_of,
+    _seed,
     build,
     compile_choice,
     default_pop_size,
 )
-from ._options import stored_options
+from ._checkpoint_folder import check_writable
+from ._conclude import concluded
+from ._options import SolveOptions, stored_options
 
-__all__ = ["Search", "BestPoint", "build", "ALGORITHMS", "default_pop_size",
-           "compile_choice", "COMPILE_THRESHOLD"]
+__all__ = ["Search", "BestPoint", "Ended", "build", "ALGORITHMS", "default_pop_size",
+           "compile_choice", "COMPILE_THRESHOLD", "search_deadline"]
+
+
+def search_deadline(deadline, opts):
+    """When the search of a run with ``deadline`` (a ``time.perf_counter()`` value, or
+    None) stops: :data:`._build.POLISH_TIME_SHARE` of ``opts.time_limit`` before it,
+    kept for the polish (the whole time where there is no polish)."""
+    if deadline is None:
+        return None
+    return deadline - (POLISH_TIME_SHARE * opts.time_limit
+                       if opts.polish and opts.time_limit else 0.0)
+
+
+class Ended(NamedTuple):
+    """A search run to its end: the driver's outcome per instance (``instances``, the
+    :class:`~constropt.engine._driver.Instance` of each), the search's ``seconds``, and
+    what building it cost and chose (``compile_s``, ``import_s``, ``device``,
+    ``backend``, the evaluation ``budget`` it was given)."""
+
+    instances: tuple
+    seconds: float
+    compile_s: float
+    import_s: float
+    device: Any
+    backend: str
+    budget: Budget
 
 
 class BestPoint(NamedTuple):
@@ -68,16 +103,11 @@ class Search:
     def __init__(self, objective, constraints=(), *, variables=None, bounds=None,
                  maximize=False, device="auto", dtype=None, seed=None, compile="auto",
                  **options):
-        from ._build import _problem_of, _seed
-        from ._options import SolveOptions
-
         t_start = time.perf_counter()
         opts = SolveOptions.from_kwargs(options)
         seed = _seed(seed, opts.rng)
         problem, pvec, t_lower = _problem_of(objective, constraints, variables, bounds,
                                              maximize, opts, options, "Search")
-        from ..problem._bounds import parameter_box
-
         problem = parameter_box(problem, pvec)  # bounds that depend on parameters follow them
         self._init(problem, opts, device, dtype, seed, compile, pvec[:, None],
                    t_start=t_start, t_lower=t_lower)
@@ -104,17 +134,12 @@ class Search:
                         "pvec": M[:, 0] if M.shape[1] == 1 else M,
                         "options": stored_options(opts)}
         if opts.checkpoint is not None:  # fail now, not after the whole search
-            from ._checkpoint import check_writable
-
             check_writable(opts.checkpoint)
-        search_deadline = kw.pop("search_deadline", None)
-        if search_deadline is None and deadline is not None:  # a share kept for the polish
-            from ._build import POLISH_TIME_SHARE
-
-            search_deadline = deadline - (POLISH_TIME_SHARE * opts.time_limit
-                                          if opts.polish and opts.time_limit else 0.0)
+        stop = kw.pop("search_deadline", None)
+        if stop is None:  # a share kept for the polish
+            stop = search_deadline(deadline, opts)
         self._engine = build(problem, opts, device, dtype, seed, compile, M,
-                             settings=settings, deadline=search_deadline, **kw)
+                             settings=settings, deadline=stop, **kw)
         self._driver = self._engine.driver
         self._results = None
 
@@ -122,8 +147,6 @@ class Search:
     def step(self) -> bool:
         """Run one generation; returns whether the search goes on (False once a stop
         rule holds: the status is then in :attr:`status`)."""
-        from ..backend._arrays import inference
-
         with inference(self._engine.backend):
             going = self._driver.step()
         if not going and self._engine.monitor is not None:
@@ -144,8 +167,6 @@ class Search:
         """Step until a stop rule holds; returns ``self``.  A Ctrl-C stops the search as
         ``INTERRUPTED`` wherever it lands, inside a generation or between two (a NumPy
         generation takes microseconds, so "between" is common)."""
-        from ..backend._arrays import inference
-
         try:
             with inference(self._engine.backend):  # entered once, not per generation
                 while self._driver.step():
@@ -178,8 +199,6 @@ class Search:
     @property
     def status(self):
         """Why the search stopped (a :class:`Status`), or None while it runs."""
-        from ..engine._driver import CODES
-
         return CODES[int(self._driver.state.code[0])]
 
     @property
@@ -187,9 +206,6 @@ class Search:
         """The current population, best first: a ``Population`` of read-only float64
         arrays ``X`` (S, n), ``f`` (S,) objective in the user's sense, ``cv`` (S,) total
         violation."""
-        from ..backend._arrays import to_numpy
-        from ..engine._ga import Population
-
         d = self._driver
         pop = d.algorithm.population(d.state.alg)
         X, f, cv = (np.array(to_numpy(a), dtype=np.float64)
@@ -205,8 +221,6 @@ class Search:
         """The best point so far: ``(x, fun, cv)`` with ``x`` (n,) read-only float64,
         ``fun`` in the user's sense (working precision; :meth:`result` checks in
         float64)."""
-        from ..backend._arrays import to_numpy
-
         st = self._driver.state
         if not self.done:
             x, f, cv = st.best.x[:, 0], st.best.f[0], st.best.cv[0]
@@ -224,79 +238,42 @@ class Search:
         :class:`Result` (the same object on later calls)."""
         return self._finish()[0]
 
-    def _finish(self):
-        """Every instance's Result (a batch has B); the budget and the polish follow
-        the same rules for every mode.  A Ctrl-C during the finishing steps stops the
-        polish of the instances not yet finished: they, and the one it landed in, end
-        ``INTERRUPTED`` with their best point so far, checked (:mod:`._interrupt`)."""
-        from .._errors import SolveFailedError
-        from ..finish._finish import diverges, finish, make_result, probe_cost, refine_batch
+    def _ended(self) -> Ended:
+        """Run to the end if needed; what the search found and what it cost
+        (:class:`Ended`), for the finishing steps (here, and in ``solve``'s rounds)."""
+        self.run()
+        out, eng = self._driver.outcome(), self._engine
+        return Ended(tuple(out), out.seconds, eng.compile_s, eng.import_s, eng.device,
+                     eng.backend, eng.budget)
 
+    def _finish(self):
+        """Every instance's Result (a batch has B), through the one finishing path of
+        every mode (:func:`constropt.finish._finish.finish_batch`); a single instance
+        then takes the run's optional steps (:func:`._conclude.concluded`) and, with
+        ``throw``, raises when it failed.  ``self._timings``: the batch's timings,
+        undivided (each Result holds its share)."""
         if self._results is not None:
             return self._results
-        self.run()
-        out = self._driver.outcome()
-        problem, opts, M, eng = self.problem, self._opts, self._M, self._engine
-        insts = list(out)
-        B = len(insts)
-        t_pol = time.perf_counter()
-        verdicts, refined = [None] * B, [None] * B
-        stopped = False  # a Ctrl-C landed in the finishing steps
-        ok = [inst.reason not in (Status.UNBOUNDED, Status.INTERRUPTED) for inst in insts]
-        if B > 1 and opts.polish and problem.n <= 2000 and any(ok):
-            # vectorized over the instances: the polish, the unboundedness probe
-            sub = [b for b in range(B) if ok[b]]
-            try:
-                for b, r in zip(sub, refine_batch(problem, [insts[b] for b in sub],
-                                                  M[:, sub], eng.budget)):
-                    refined[b] = r
-            except KeyboardInterrupt:
-                refined, stopped = [None] * B, True
-            # probed here: the instances the batched polish settled, with budget room
-            # (the others are probed one by one after their SLSQP polish, in finish)
-            cost = probe_cost(problem)
-            todo = [b for b in range(B) if refined[b] is not None and refined[b][2] and (
-                eng.budget.total is None or
-                insts[b].nfev + refined[b][1] + cost <= eng.budget.total)]
-            if todo and not stopped:
-                X = np.stack([refined[b][0] for b in todo], axis=1)
-                try:
-                    v, used = diverges(problem, X, M[:, todo])
-                    for b, vb, ub in zip(todo, v, used):
-                        verdicts[b] = (bool(vb), int(ub))
-                except KeyboardInterrupt:
-                    stopped = True
-        finished = []
-        for b, inst in enumerate(insts):
-            if stopped and inst.reason is not Status.INTERRUPTED:
-                inst = insts[b] = inst._replace(reason=Status.INTERRUPTED)
-            fin = finish(problem, inst, M[:, b], eng.budget, polish=opts.polish,
-                         starts=3 if B == 1 else 1, unbounded=verdicts[b],
-                         refined=refined[b], deadline=self._deadline)
-            stopped = stopped or fin[4] is Status.INTERRUPTED
-            finished.append(fin)
-        polish_s = time.perf_counter() - t_pol
-        timings = add_up({"import": eng.import_s, "lowering": self._t_lower,
-                          "compile": eng.compile_s, "search": out.seconds,
-                          "polish": polish_s, "check": 0.0}, self._t_start)
-        self._timings = timings  # the batch's, undivided
+        end = self._ended()
+        problem, opts, M = self.problem, self._opts, self._M
+        watch = Stopwatch()
+        finished = finish_batch(problem, end.instances, M,
+                                replace(end.budget, deadline=self._deadline),
+                                polish=opts.polish, watch=watch)
+        B = len(finished)
+        timings = run_timings(watch, self._t_start, import_s=end.import_s,
+                              lowering=self._t_lower, compile_s=end.compile_s,
+                              search=end.seconds)
+        self._timings = timings
         share = {k: v / B for k, v in timings.items()}  # each instance's share
-        results = [make_result(problem, inst, *fin, seed=self._seed, device=eng.device,
-                               timings=dict(share), backend=eng.backend)
-                   for inst, fin in zip(insts, finished)]
+        results = [make_result(problem, inst, fin, seed=self._seed, device=end.device,
+                               timings=dict(share), backend=end.backend)
+                   for inst, fin in zip(end.instances, finished)]
         if B == 1:
-            res = results[0]
-            if self._cross:
-                res = cross_checked(res, self._t_start, self._cross)
-            if opts.certify and res.status is not Status.INTERRUPTED:
-                try:
-                    res = certify_result(res, problem, M[:, 0], opts, eng.device,
-                                         self._t_start)
-                except KeyboardInterrupt:  # before the branch-and-bound
-                    res = interrupted(res, "before the certificate's branch-and-bound began")
-            results[0] = res = replace(res, timings=add_up(res.timings, self._t_start))
-            self._timings = dict(res.timings)
+            results[0] = concluded(results[0], problem, M[:, 0], opts, end.device,
+                                   self._t_start, self._cross)
+            self._timings = dict(results[0].timings)
         self._results = results
-        if opts.throw and B == 1 and not results[0].success:
-            raise SolveFailedError(f"solve failed: {results[0].message}", results[0])
+        if B == 1:
+            raise_if_failed(results[0], opts.throw)
         return self._results
