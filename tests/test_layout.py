@@ -196,6 +196,38 @@ def test_stages_import_downward():
     assert not wrong, "upward imports:\n" + "\n".join(sorted(set(wrong)))
 
 
+#: Libraries a module may import only inside the function that needs them: torch (the
+#: NumPy path never imports it), and the optional extras.
+HEAVY = ("torch", "pyscipopt", "matplotlib", "pymoo")
+
+
+def _heavy_modules() -> set:
+    """The constropt modules whose import loads a heavy library: at their module level,
+    directly or through the constropt modules they import there."""
+    top = {m: {name for name, _, at_top in _imports(m) if at_top} for m in MODULES}
+    heavy = {m for m, names in top.items()
+             if any(n.split(".")[0] in HEAVY for n in names)}
+    grew = True
+    while grew:
+        grew = False
+        for m, names in top.items():
+            if m not in heavy and names & heavy:
+                heavy.add(m)
+                grew = True
+    return heavy
+
+
+def test_imports_of_constropt_modules_sit_at_module_level():
+    # the route between modules is visible at the top of each file; an import inside a
+    # function is there only to keep a heavy library (torch on the NumPy path, the
+    # optional extras) from loading until it is needed
+    heavy = _heavy_modules()
+    lazy = sorted(f"{m}: {code}" for m in MODULES for name, code, at_top in _imports(m)
+                  if not at_top and name in MODULES and name != m and name not in heavy)
+    assert not lazy, ("function-level imports of modules that load no heavy library "
+                      "(move them to the module's top):\n" + "\n".join(lazy))
+
+
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_modules_stay_small(module):
     lines = MODULES[module][0].read_text(encoding="utf-8").count("\n")

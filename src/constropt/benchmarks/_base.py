@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 import sympy
 
 from constropt._errors import ProblemError
+from constropt.problem._problem import Problem
 
 __all__ = ["BenchmarkProblem", "names", "get", "collection"]
 
@@ -97,8 +98,6 @@ class BenchmarkProblem:
             The problem with this record's objective, constraints, variables,
             bounds and sense.
         """
-        from ..problem._problem import Problem
-
         kwargs.setdefault("eq_tol", self.eq_tol)
         return Problem(
             self.objective,

@@ -10,6 +10,8 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from .._errors import OptionError
+from ..backend._devices import BACKENDS
+from ..certify._bnb import certify_option
 from ..engine._algorithms import get_algorithm
 from ..engine._handling import make_handler
 
@@ -277,15 +279,11 @@ class SolveOptions:
             raise OptionError(f"callback must be callable, got {self.callback!r}")
         _check_rng(self.rng)
         _check_x0(self.x0)
-        from ..certify._bnb import certify_option
-
         certify_option(self.certify)
         if isinstance(self.certify_time, bool) or not isinstance(
                 self.certify_time, (int, float)) or not self.certify_time > 0:
             raise OptionError(f"certify_time must be a positive number of seconds, got "
                               f"{self.certify_time!r}")
-        from ..backend._devices import BACKENDS
-
         if not isinstance(self.backend, str) or self.backend not in BACKENDS:
             raise OptionError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, "
                               f"got {self.backend!r}")

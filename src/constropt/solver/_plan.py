@@ -25,14 +25,14 @@ COMPILE_THRESHOLD = 200_000
 
 #: A batch (``B > 1``) with ``compile="auto"`` compiles only when the numbers one
 #: generation handles times the generations it expects (:data:`BATCH_GENERATIONS`,
-#: at most ``max_generations``) reach this: a compile of the batched step took 30-85 s
-#: on the CPU, an eager NumPy generation of 400,000 numbers 65 ms, so a run of 200
-#: such generations (13 s) cannot pay for one.  A single solve keeps
-#: :data:`COMPILE_THRESHOLD` alone.
+#: at most ``max_generations``) reach this: a compile of the batched step costs more
+#: than a run of a few hundred eager NumPy generations of that size saves
+#: (``benchmarks/results/batch.md``).  A single solve keeps :data:`COMPILE_THRESHOLD`
+#: alone.
 COMPILE_RUN_WORK = 2_000_000_000
 
-#: Generations a batch expects (its ``ftol`` stops the disc benchmark's instances after
-#: 60-160).
+#: Generations a batch expects: its ``ftol`` stops smooth instances well before this
+#: (the disc benchmark's, ``benchmarks/batch.py``).
 BATCH_GENERATIONS = 200
 
 
@@ -49,7 +49,7 @@ def _small(problem) -> bool:
 def default_restarts(problem, opts) -> int:
     """``restarts="auto"``: 3, but for small continuous problems without equalities (at
     most 4 variables) the algorithm's own ``small_restarts``: none with DE (one run and
-    the polish solve them, measured on the collection) and one, independent
+    the polish solve them) and one, independent
     (:func:`independent_restarts`), with the GA, whose population can close on a wrong
     basin early."""
     if opts.restarts != "auto":
