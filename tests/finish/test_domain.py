@@ -19,7 +19,8 @@ import sympy as sp
 
 import constropt
 from constropt import Status
-from constropt.engine._driver import Best, Instance, merge_defined
+from constropt.engine._best import Best, merge_defined
+from constropt.engine._driver import Instance
 from constropt.engine._ga import Population
 from constropt.finish._budget import Budget
 from constropt.finish._defined import replaces, result_key

@@ -3,7 +3,7 @@
 The objective is NaN outside its domain (a log or square root of a negative number, a
 division by zero).  The search ranks such points last among equally violating ones and
 keeps its best *defined* point besides its best point
-(:func:`constropt.engine._driver.merge_defined`); the finish chooses between the two
+(:func:`constropt.engine._best.merge_defined`); the finish chooses between the two
 (:func:`defined_fallback`, :func:`result_key`) and the polish never trades a defined
 point for an undefined one (:func:`replaces`).
 """
@@ -58,7 +58,7 @@ def result_key(problem, f: float, V: np.ndarray):
 
 def defined_fallback(problem, inst, inc: Incumbent, budget: Budget):
     """The search's best defined point (``inst.defined``, see
-    :func:`constropt.engine._driver.merge_defined`) in place of the incumbent ``inc`` (the
+    :func:`constropt.engine._best.merge_defined`) in place of the incumbent ``inc`` (the
     search's best point) where the float64 check finds its objective undefined and the
     defined one wins under :func:`result_key`; one float64 check, when the budget has
     room for it.

@@ -41,10 +41,11 @@ from dataclasses import fields, replace
 
 import numpy as np
 
-from .._errors import OptionError, SolveFailedError
+from .._errors import OptionError
 from ..backend._devices import BACKENDS, choose_backend
-from ..finish._crosscheck import cross_check, references_of
-from ..finish._result import Result
+from ..finish._crosscheck import references_of
+from ..finish._interrupt import cross_checked
+from ..finish._result import Result, raise_if_failed
 from ..problem._problem import Problem
 from ..solver._build import _seed
 from ..solver._options import SolveOptions, refuse_problem_options
@@ -208,9 +209,7 @@ def solve_islands(objective, constraints=(), *, migrate_every=20, migrants=2,
         grp.close()  # peers then fail at once instead of waiting for the timeout
         raise
     grp.close()
-    if opts.throw and not result.success:
-        raise SolveFailedError(f"solve failed: {result.message}", result)
-    return result
+    return raise_if_failed(result, opts.throw)
 
 
 def _problem_and_options(objective, constraints, seed, solve_options: dict):
@@ -287,12 +286,9 @@ def _islands(problem, grp: _Group, dev, seed, opts, solve_options, named, S, m, 
     payload = grp.broadcast_object("broadcast of the winning result", payload, winner)
     result = Result(**payload, problem=problem)
     if cross:  # every rank runs the same deterministic check; rank 0's copy is kept
-        t0 = time.perf_counter()
-        cc = cross_check(result, references=cross)
-        timings = dict(result.timings)
-        timings["cross_check"] = time.perf_counter() - t0
-        timings["total"] = timings["total"] + timings["cross_check"]
-        cc, timings = grp.broadcast_object("broadcast of the cross-check", (cc, timings), 0)
+        result = cross_checked(result, t_start, cross)
+        cc, timings = grp.broadcast_object("broadcast of the cross-check",
+                                           (result.cross_check, dict(result.timings)), 0)
         result = replace(result, cross_check=cc, timings=timings)
     return result
 

@@ -67,7 +67,7 @@ _NUMPY_KINDS = set("biuf")  # bool, integers, floats: never object arrays
 #: old ``module:qualname`` to ``_ALIASES`` when a class is renamed).
 TAGS = {
     "DriverState": "constropt.engine._driver:DriverState",
-    "Best": "constropt.engine._driver:Best",
+    "Best": "constropt.engine._best:Best",
     "DEState": "constropt.engine._de:DEState",
     "GAState": "constropt.engine._ga:GAState",
     "Population": "constropt.engine._ga:Population",
@@ -81,6 +81,8 @@ _ALIASES: dict[str, str] = {
     # own module
     "constropt.engine._algorithms:DEState": "DEState",
     "constropt.engine._algorithms:GAState": "GAState",
+    # the best point's record lived in the driver's module
+    "constropt.engine._driver:Best": "Best",
 }
 
 

@@ -17,8 +17,9 @@ import numpy as np
 
 from .._errors import CheckpointError, ConstroptError
 from ..engine._algorithms import get_algorithm
+from ..engine._best import Best
 from ..engine._de import DEState
-from ..engine._driver import Best, DriverState
+from ..engine._driver import DriverState
 from ..engine._ga import Population
 from ..engine._termination import CODES
 from ..finish._crosscheck import REFERENCES
