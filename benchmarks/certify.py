@@ -110,7 +110,7 @@ def _child(code: str, n: int) -> dict:
     import json
     import subprocess
 
-    src = code.format(portfolio=PORTFOLIO.replace("N", str(n)))
+    src = code.replace("{portfolio}", PORTFOLIO.replace("N", str(n)))
     out = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True,
                          check=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
     return json.loads(out.stdout.strip().splitlines()[-1])

@@ -199,3 +199,19 @@ def test_quoted_tests_and_results_exist():
                       for quoted in QUOTED_PATH.findall(path.read_text(encoding="utf-8"))
                       if not (ROOT / quoted).exists()})
     assert not missing, "quoted paths that do not exist:\n" + "\n".join(missing)
+
+
+def test_certificates_page_quotes_the_convex_benchmark():
+    # docs/certificates.md quotes benchmarks/results/certify_convex.md's portfolio rows
+    page = (ROOT / "docs" / "certificates.md").read_text()
+    rows = [line.split("|")[1:-1] for line in
+            (ROOT / "benchmarks" / "results" / "certify_convex.md").read_text().splitlines()
+            if re.match(r"\| \d+ \|", line)]
+    assert [r[0].strip() for r in rows] == ["10", "30"]
+    for assets, secs, _f, _b, gap, boxes, convex, scip, *_ in rows:
+        assert boxes.strip() == "1" and convex.strip() == "True"
+        quoted = f"{assets.strip()}\n  assets to" if assets.strip() == "30" else assets.strip()
+        assert quoted in page
+        assert f"to gap {gap.strip()} in {secs.strip()} s" in page or \
+            f"to {gap.strip()} in {secs.strip()} s" in page
+        assert f"{scip.strip()} s" in page
