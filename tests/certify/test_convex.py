@@ -136,3 +136,16 @@ def test_smooth_convex_functions_beyond_quadratics():
     res = constropt.solve(p, certify=True, seed=0)
     assert res.certificate.certified and res.certificate.convex
     assert res.certificate.lower_bound <= res.fun
+
+
+def test_the_result_repr_says_whether_the_bound_is_certified():
+    x, y = sp.symbols("x y")
+    p = constropt.Problem(x**2 + y**2, [x + y >= 1, x >= -2, x <= 2, y >= -2, y <= 2])
+    res = constropt.solve(p, certify=True, seed=0)
+    assert res.certificate.certified and "  certified: bound" in repr(res)
+    # a bound that did not reach its gap is a bound, not a certificate
+    f = sp.sin(3 * x) * sp.cos(3 * y) + x * y
+    res = constropt.solve(f, [x >= -2, x <= 2, y >= -2, y <= 2], certify=1e-12, seed=0,
+                          certify_time=0.2)
+    assert not res.certificate.certified
+    assert "bound (not certified)" in repr(res) and "  certified:" not in repr(res)

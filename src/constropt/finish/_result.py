@@ -247,7 +247,11 @@ class Result:
         if self.cross_check is not None:
             lines.append(f"  cross_check: {self.cross_check.verdict}")
         if self.lower_bound is not None:
-            lines.append(f"  certified: bound {_fmt(self.lower_bound)}, gap {self.gap:.3g}")
+            cert = self.certificate
+            word = "certified" if getattr(cert, "certified", True) else "bound (not certified)"
+            if not getattr(cert, "complete", True):
+                word += ", incomplete"
+            lines.append(f"  {word}: bound {_fmt(self.lower_bound)}, gap {self.gap:.3g}")
         elif self.certificate is not None:
             lines.append(f"  certificate: {self.certificate.kind}")
         return "\n".join(lines)

@@ -71,10 +71,11 @@ class SolveOptions:
     ----------
     pop_size : int or None
         Population size (even), 4 to ``MAX_POP_SIZE`` (10**8); default
-        ``clip(20 * n, 60, 400)``.  A population whose arrays would not fit in the memory
+        ``clip(12 * n, 40, 300)`` for DE and ``clip(20 * n, 60, 400)`` for the GA (the
+        algorithm registry's ``pop_size``).  A population whose arrays would not fit in the memory
         available on the device is refused (:class:`OptionError`) before the search.
     max_generations : int or None
-        Generation limit; default 1000.
+        Generation limit; default 3000 for DE, 1000 for the GA.
     max_evals : int or None
         Evaluation budget, polish included; never exceeded.
     time_limit : float or None
