@@ -130,10 +130,16 @@ def test_float32_rows_as_words_give_the_plain_kernels_bits(make, kind):
     plain._words = False
     for S in (3000, 1202, 777):  # 777 rows of 3: an odd count of floats, plain kernel
         pop = torch.as_tensor(points(problem, S, S, np.float32))
-        got, want = fast(pop), plain(pop)
+        if S == 1202:  # a second size reuses the words kernel
+            with torch.compiler.set_stance("fail_on_recompile"):
+                got = fast(pop)
+        else:
+            got = fast(pop)
+        want = plain(pop)
         got, want = (got, want) if kind == "split" else ((got,), (want,))
         for g, v in zip(got, want, strict=True):
             assert g.dtype == torch.float32 and g.shape == (S,) and g.is_contiguous()
             assert torch.equal(g.isnan(), v.isnan())
             assert torch.equal(g.nan_to_num(0.0), v.nan_to_num(0.0))
-    assert (False, True) in fast._compiled and (False, True) not in plain._compiled
+    # keys (one thread?, words?): the words kernel served the fast one only
+    assert any(w for _, w in fast._compiled) and not any(w for _, w in plain._compiled)

@@ -23,8 +23,12 @@ Layouts and speed.  The generated code reads the population variable by variable
 are strided; the adapter reads the rows through ``reshape(-1, n)`` (a static stride
 ``n``, where ``dynamic=True`` would otherwise make the stride symbolic) and compiles
 with inductor's tiling heuristic off, so the loop is vectorized with gathered loads
-instead of falling back to scalar code.  Tensor subclasses (EvoTorch's
-``ReadOnlyTensor``) are read as plain tensors.
+instead of falling back to scalar code; float32 rows on the CPU are read as int64 words,
+two genes per load (:mod:`._fitness_words`).  The NumPy path copies a row-major
+population of a few genes (from :data:`CONTIGUOUS_MIN` individuals on) to contiguous
+columns first and runs the generated code with
+its float literals bound as 0-d arrays of the working dtype (:mod:`._fitness_numpy`).
+Tensor subclasses (EvoTorch's ``ReadOnlyTensor``) are read as plain tensors.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ contiguous, an odd number of floats, misaligned), runs the plain rows kernel.
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 
@@ -42,7 +43,7 @@ def eligible(problem, kind: str) -> bool:
 def words(pop, n: int):
     """The int64 view of a float32 ``(S, n)`` CPU population, or None: ``(S, n / 2)``
     for even ``n``, ``(S / 2, n)`` (pairs of rows) for odd ``n``."""
-    import torch
+    import torch  # lazy: the NumPy path never imports torch
 
     if pop.dtype != torch.float32 or pop.device.type != "cpu" or pop.ndim != 2 or \
             not pop.is_contiguous() or pop.storage_offset() % 2 or pop.data_ptr() % 8 or \
@@ -57,7 +58,7 @@ def unpack(out, n: int):
     """The float32 values, in row order, of what a words adapter returned."""
     if n % 2 == 0:
         return out
-    import torch
+    import torch  # lazy: the NumPy path never imports torch
 
     if isinstance(out, tuple):
         return tuple(o.view(torch.float32) for o in out)
@@ -65,8 +66,9 @@ def unpack(out, n: int):
 
 
 class _Genes:
-    """``X`` for the generated code: gene ``k`` (of the rows starting at gene ``first``
-    of every word row) as float32, cut from the int64 words."""
+    """``X`` for the generated code: gene ``k`` of every individual of one parity as
+    float32, cut from the int64 words (its genes start at float ``first`` of a row of
+    words: 0 for the even rows, ``n`` for the odd ones)."""
 
     def __init__(self, W, first: int, n: int, torch):
         self.W, self.first, self.torch = W, first, torch
@@ -87,9 +89,7 @@ class _Genes:
 def words_adapter(problem, kind: str):
     """The torch function of ``(W, P, eq_tol, weight)`` over the words of
     :func:`words`: the ``kind`` fitness, packed as int64 for odd ``n``."""
-    import math
-
-    import torch
+    import torch  # lazy: the NumPy path never imports torch
 
     n = problem.n
     fns = problem.lowering.functions("torch")
