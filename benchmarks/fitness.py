@@ -14,15 +14,18 @@ Rows (the targets of issue 25 in brackets):
 How a row is timed: both sides are called through the same loop (a lambda called
 ``calls`` times per batch, the batch's mean per call), alternately, in rounds, the order
 flipped every round (hand, fitness(); then fitness(), hand), so drift of the shared
-machine hits both alike; each side's time is its **best round**.  Single-threaded rows
-(the NumPy sizes and the one-thread torch row) count the calling thread's CPU time
-(``time.thread_time``): on a small machine shared with other work, time spent
-descheduled is not counted, and on a quiet machine it equals wall time for these calls.
-Rows that run torch on several threads count wall time (``time.perf_counter``).  NumPy
-sizes run 4x ``--rounds`` rounds (default 7) of batches of about 100,000 points, the
-900,000-point rows 3x ``--rounds`` of 3 calls.  The first compiled call (compile time)
-is reported on its own and never timed with the rest.  Every row checks that both
-sides agree.
+machine hits both alike; each side's time is its **best round**.  Each batch follows
+one untimed call of the same side: at 900,000 points the NumPy code's temporaries (7.2
+MB each, a dozen and more per call) evict the other side's population (10.8 MB in
+float32) from the last-level cache, which a loop calling one fitness does not pay.
+Single-threaded rows (the NumPy sizes and the one-thread torch row) count the calling
+thread's CPU time (``time.thread_time``): on a small machine shared with other work,
+time spent descheduled is not counted, and on a quiet machine it equals wall time for
+these calls.  Rows that run torch on several threads count wall time
+(``time.perf_counter``).  NumPy sizes run 4x ``--rounds`` rounds (default 7) of batches
+of about 100,000 points, the 900,000-point rows 3x ``--rounds`` of 3 calls.  The first
+compiled call (compile time) is reported on its own and never timed with the rest.
+Every row checks that both sides agree.
 
 Run: ``PYTHONPATH=src python benchmarks/fitness.py [--rounds 7] [--output FILE]``.
 """
@@ -61,12 +64,14 @@ def example(k: int):
 
 def ab(fa, fb, rounds: int, calls: int, clock=time.perf_counter) -> tuple[float, float]:
     """Best-of-rounds mean seconds per call of ``fa`` and ``fb``: the same loop for both,
-    run alternately, the order flipped every round; ``clock`` is ``time.thread_time``
-    for single-threaded calls (CPU time of this thread) or wall time."""
+    run alternately, the order flipped every round, each batch after one untimed call;
+    ``clock`` is ``time.thread_time`` for single-threaded calls (CPU time of this
+    thread) or wall time."""
     ta, tb = [], []
     sides = [(fa, ta), (fb, tb)]
     for r in range(rounds):
         for fn, out in (sides if r % 2 == 0 else sides[::-1]):
+            fn()  # untimed: the other side's batch left its own data in the caches
             t0 = clock()
             for _ in range(calls):
                 fn()
@@ -179,7 +184,8 @@ def main(argv=None) -> str:
     monitor = LoadMonitor()
     lines = [header("Problem.fitness() with defaults against hand-written code"),
              "Per-call times in ms: each side's best round (a round: the mean of a batch "
-             "of calls through the same loop; both sides alternately, the order flipped "
+             "of calls through the same loop after one untimed call; both sides "
+             "alternately, the order flipped "
              f"every round; {4 * args.rounds} rounds at the NumPy sizes, "
              f"{3 * args.rounds} at 900,000).  One-thread rows count this thread's CPU "
              "time (`time.thread_time`, so time spent descheduled on the shared machine "
