@@ -11,11 +11,21 @@ Rows (the targets of issue 25 in brackets):
   hand-written compiled kernel, ``torch.compile(lambda x: x.to(float32).sum(1))``
   [within 1.1x].
 
-Each time is the **best of rounds** (``--rounds``, default 7) of the mean over a batch of
-calls (more calls for small sizes); the contenders of a row run alternately within each
-round, so drift of the shared machine hits both alike.  The first compiled call (compile
-time) is reported on its own and never timed with the rest.  Every row checks that both
-sides agree.
+How a row is timed: both sides are called through the same loop (a lambda called
+``calls`` times per batch, the batch's mean per call), alternately, in rounds, the order
+flipped every round (hand, fitness(); then fitness(), hand), so drift of the shared
+machine hits both alike; each side's time is its **best round**.  Each batch follows
+one untimed call of the same side: at 900,000 points the NumPy code's temporaries (7.2
+MB each, a dozen and more per call) evict the other side's population (10.8 MB in
+float32) from the last-level cache, which a loop calling one fitness does not pay.
+Single-threaded rows (the NumPy sizes and the one-thread torch row) count the calling
+thread's CPU time (``time.thread_time``): on a small machine shared with other work,
+time spent descheduled is not counted, and on a quiet machine it equals wall time for
+these calls.  Rows that run torch on several threads count wall time
+(``time.perf_counter``).  NumPy sizes run 4x ``--rounds`` rounds (default 7) of batches
+of about 100,000 points, the 900,000-point rows 3x ``--rounds`` of 3 calls.  The first
+compiled call (compile time) is reported on its own and never timed with the rest.
+Every row checks that both sides agree.
 
 Run: ``PYTHONPATH=src python benchmarks/fitness.py [--rounds 7] [--output FILE]``.
 """
@@ -52,15 +62,20 @@ def example(k: int):
         bounds={x: (0, 5), z: (-5, 5)})
 
 
-def ab(fa, fb, rounds: int, calls: int) -> tuple[float, float]:
-    """Best-of-rounds mean seconds per call of ``fa`` and ``fb``, run alternately."""
+def ab(fa, fb, rounds: int, calls: int, clock=time.perf_counter) -> tuple[float, float]:
+    """Best-of-rounds mean seconds per call of ``fa`` and ``fb``: the same loop for both,
+    run alternately, the order flipped every round, each batch after one untimed call;
+    ``clock`` is ``time.thread_time`` for single-threaded calls (CPU time of this
+    thread) or wall time."""
     ta, tb = [], []
-    for _ in range(rounds):
-        for fn, out in ((fa, ta), (fb, tb)):
-            t0 = time.perf_counter()
+    sides = [(fa, ta), (fb, tb)]
+    for r in range(rounds):
+        for fn, out in (sides if r % 2 == 0 else sides[::-1]):
+            fn()  # untimed: the other side's batch left its own data in the caches
+            t0 = clock()
             for _ in range(calls):
                 fn()
-            out.append((time.perf_counter() - t0) / calls)
+            out.append((clock() - t0) / calls)
     return min(ta), min(tb)
 
 
@@ -87,6 +102,77 @@ def met(ratio: float, goal: float) -> str:
     return "yes" if ratio >= goal else "**no**"
 
 
+def numpy_rows(k: int, fit, hand, rng, rounds: int, compile_s: dict) -> list[str]:
+    """Example ``k`` on NumPy float64 ``(S, 3)`` at 100, 10,000 and 900,000 points."""
+    lines = []
+    for S in (100, 10_000, 900_000):
+        pop = rng.uniform(-25, 25, (S, 3))
+        path = "NumPy" if S * 3 < constropt.problem._fitness.AUTO_COMPILE_WORK else \
+            "compiled torch"
+        if path == "NumPy":  # one thread, many small calls
+            th, tf = ab(lambda: hand(pop), lambda: fit(pop), 4 * rounds,
+                        max(1, 100_000 // S), time.thread_time)
+        else:  # torch's threads: wall time
+            compile_s[(k, "float64 rows")] = first(lambda: fit(pop))
+            th, tf = ab(lambda: hand(pop), lambda: fit(pop), 3 * rounds, 3)
+        goal = 5.0 if S == 900_000 else 1.0
+        lines.append(f"| {k} | NumPy float64 (S, 3) | {S:,} | {path} | {fmt(th)} | "
+                     f"{fmt(tf)} | {th / tf:.3g}x | >= {goal:g}x | {met(th / tf, goal)} | "
+                     f"{agree(fit(pop), hand(pop), 1e-12)} |")
+    return lines
+
+
+def float32_rows(k: int, problem, fit, hand, rounds: int, compile_s: dict):
+    """Example ``k`` on a float32 ``(S, 3)`` tensor at one thread against the blog's NumPy
+    on the float64 copy; and the same call against ``layout="columns"`` over ``(3, S)``."""
+    import torch
+
+    S = 900_000
+    pop32 = torch.rand(S, 3) * 50 - 25
+    pop64, cols32 = pop32.double().numpy(), pop32.T.contiguous()
+    by_columns = problem.fitness(layout="columns")
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        compile_s[(k, "float32 rows")] = first(lambda: fit(pop32))
+        th, tf = ab(lambda: hand(pop64), lambda: fit(pop32), 3 * rounds, 3, time.thread_time)
+        by_columns(cols32)  # compiled before it is timed
+        tr, tc = ab(lambda: fit(pop32), lambda: by_columns(cols32), 3 * rounds, 3,
+                    time.thread_time)
+    finally:
+        torch.set_num_threads(saved)
+    how = "compiled torch, int64 words" if any(w for _, w in fit._compiled) else \
+        "compiled torch"
+    row = (f"| {k} | torch float32 (S, 3), 1 thread | {S:,} | {how} | {fmt(th)} | "
+           f"{fmt(tf)} | {th / tf:.3g}x | >= 30x | {met(th / tf, 30.0)} | "
+           f"{agree(fit(pop32).numpy(), hand(pop64), 2e-5)} |")
+    note = (f"example {k}: rows {fmt(tr)} ms, columns {fmt(tc)} ms ({tr / tc:.2g}x), "
+            f"{agree(by_columns(cols32).numpy(), fit(pop32).numpy(), 1e-6)}")
+    return row, note
+
+
+def example1_row(rounds: int, genes_rows: int, compile_s: dict) -> tuple[str, float]:
+    """Example 1 (1,000 int8 genes, sum) against the best hand-written compiled kernel."""
+    import torch
+
+    g = sp.IndexedBase("g", shape=(1000,), integer=True)
+    i = sp.Symbol("i", integer=True)
+    genes = constropt.Problem(sp.Sum(g[i], (i, 0, 999)), [], bounds={g: (1, 24)})
+    pop1 = torch.randint(1, 25, (genes_rows, 1000), dtype=torch.int8)
+    hand1 = torch.compile(lambda a: a.to(torch.float32).sum(1), dynamic=True)
+    fit1 = genes.fitness()
+    c_hand = first(lambda: hand1(pop1))
+    compile_s[(1, "int8 rows")] = first(lambda: fit1(pop1))
+    th, tf = ab(lambda: hand1(pop1), lambda: fit1(pop1), 3 * rounds, 2)
+    exact = "ok" if torch.equal(fit1(pop1), pop1.sum(1, dtype=torch.int64).float()) \
+        else "MISMATCH"
+    row = (f"| 1 | torch int8 ({genes_rows:,}, 1000), {torch.get_num_threads()} threads | "
+           f"{genes_rows:,} | compiled torch | {fmt(th)} (compiled "
+           f"`x.to(float32).sum(1)`) | {fmt(tf)} | {th / tf:.3g}x | >= 0.91x (1.1x) | "
+           f"{met(th / tf, 1 / 1.1)} | {exact} (exact) |")
+    return row, c_hand
+
+
 def main(argv=None) -> str:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=7)
@@ -94,66 +180,35 @@ def main(argv=None) -> str:
     ap.add_argument("--genes-rows", type=int, default=900_000,
                     help="example 1 population (individuals of 1,000 int8 genes)")
     args = ap.parse_args(argv)
-    import torch
-
     warnings.simplefilter("ignore", constropt.CompileWarning)  # compile time is reported
     monitor = LoadMonitor()
     lines = [header("Problem.fitness() with defaults against hand-written code"),
-             f"Per-call times in ms, best of {args.rounds} rounds (each round the mean of a "
-             "batch of calls, both sides alternately); compile = the first compiled call, "
-             "in s.  Hand NumPy is the experiment's vectorized `np.where` code on float64.\n",
+             "Per-call times in ms: each side's best round (a round: the mean of a batch "
+             "of calls through the same loop after one untimed call; both sides "
+             "alternately, the order flipped "
+             f"every round; {4 * args.rounds} rounds at the NumPy sizes, "
+             f"{3 * args.rounds} at 900,000).  One-thread rows count this thread's CPU "
+             "time (`time.thread_time`, so time spent descheduled on the shared machine "
+             "is not counted), the others wall time.  Hand NumPy is the experiment's "
+             "vectorized `np.where` code on float64; compile = the first compiled call, "
+             "in s.\n",
              "| example | input | points | path taken | hand (ms) | fitness() (ms) | "
              "speed-up | target | met | values agree |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     rng = np.random.default_rng(0)
-    compile_s = {}
+    compile_s, notes = {}, []
     for k in (2, 3):
         problem, hand = example(k), blog_numpy(k)
         fit = problem.fitness()
-        for S in (100, 10_000, 900_000):
-            pop = rng.uniform(-25, 25, (S, 3))
-            path = "NumPy" if S * 3 < constropt.problem._fitness.AUTO_COMPILE_WORK else \
-                "compiled torch"
-            if path != "NumPy":
-                compile_s[(k, "float64 rows")] = first(lambda: fit(pop))
-            calls = max(1, 300_000 // S)
-            th, tf = ab(lambda: hand(pop), lambda: fit(pop), args.rounds, calls)
-            goal = 5.0 if S == 900_000 else 1.0
-            lines.append(f"| {k} | NumPy float64 (S, 3) | {S:,} | {path} | {fmt(th)} | "
-                         f"{fmt(tf)} | {th / tf:.3g}x | >= {goal:g}x | {met(th / tf, goal)} | "
-                         f"{agree(fit(pop), hand(pop), 1e-12)} |")
-        # float32 torch rows, one thread, against the blog's NumPy (float64)
-        S = 900_000
-        pop32 = torch.rand(S, 3) * 50 - 25
-        pop64 = pop32.double().numpy()
-        saved = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            compile_s[(k, "float32 rows")] = first(lambda: fit(pop32))
-            th, tf = ab(lambda: hand(pop64), lambda: fit(pop32), args.rounds, 3)
-        finally:
-            torch.set_num_threads(saved)
-        lines.append(f"| {k} | torch float32 (S, 3), 1 thread | {S:,} | compiled torch | "
-                     f"{fmt(th)} | {fmt(tf)} | {th / tf:.3g}x | >= 30x | {met(th / tf, 30.0)} | "
-                     f"{agree(fit(pop32).numpy(), hand(pop64), 2e-5)} |")
-    # example 1: 1,000 int8 genes, sum, against the best hand-written compiled kernel
-    g = sp.IndexedBase("g", shape=(1000,), integer=True)
-    i = sp.Symbol("i", integer=True)
-    genes = constropt.Problem(sp.Sum(g[i], (i, 0, 999)), [], bounds={g: (1, 24)})
-    pop1 = torch.randint(1, 25, (args.genes_rows, 1000), dtype=torch.int8)
-    hand1 = torch.compile(lambda a: a.to(torch.float32).sum(1), dynamic=True)
-    fit1 = genes.fitness()
-    c_hand = first(lambda: hand1(pop1))
-    compile_s[(1, "int8 rows")] = first(lambda: fit1(pop1))
-    th, tf = ab(lambda: hand1(pop1), lambda: fit1(pop1), args.rounds, 2)
-    exact = "ok" if torch.equal(fit1(pop1), pop1.sum(1, dtype=torch.int64).float()) \
-        else "MISMATCH"
-    lines.append(f"| 1 | torch int8 ({args.genes_rows:,}, 1000), {saved} threads | "
-                 f"{args.genes_rows:,} | compiled torch | {fmt(th)} (compiled "
-                 f"`x.to(float32).sum(1)`) | {fmt(tf)} | {th / tf:.3g}x | >= 0.91x (1.1x) | "
-                 f"{met(th / tf, 1 / 1.1)} | "
-                 f"{exact} (exact) |")
-    lines.append("")
+        lines += numpy_rows(k, fit, hand, rng, args.rounds, compile_s)
+        row, note = float32_rows(k, problem, fit, hand, args.rounds, compile_s)
+        lines.append(row)
+        notes.append(note)
+    row, c_hand = example1_row(args.rounds, args.genes_rows, compile_s)
+    lines += [row, ""]
+    lines.append("The same float32 population at one thread, `fitness()` over the rows "
+                 "against `fitness(layout=\"columns\")` over a `(3, S)` copy (contiguous "
+                 "reads), values agree: " + "; ".join(notes) + ".\n")
     lines.append("Compile (first call, s): " + "; ".join(
         f"example {k} {what} {t:.1f}" for (k, what), t in compile_s.items())
         + f"; hand-written example 1 kernel {c_hand:.1f}.")

@@ -23,8 +23,12 @@ Layouts and speed.  The generated code reads the population variable by variable
 are strided; the adapter reads the rows through ``reshape(-1, n)`` (a static stride
 ``n``, where ``dynamic=True`` would otherwise make the stride symbolic) and compiles
 with inductor's tiling heuristic off, so the loop is vectorized with gathered loads
-instead of falling back to scalar code.  Tensor subclasses (EvoTorch's
-``ReadOnlyTensor``) are read as plain tensors.
+instead of falling back to scalar code; float32 rows on the CPU are read as int64 words,
+two genes per load (:mod:`._fitness_words`).  The NumPy path copies a row-major
+population of a few genes (from :data:`CONTIGUOUS_MIN` individuals on) to contiguous
+columns first and runs the generated code with
+its float literals bound as 0-d arrays of the working dtype (:mod:`._fitness_numpy`).
+Tensor subclasses (EvoTorch's ``ReadOnlyTensor``) are read as plain tensors.
 """
 
 from __future__ import annotations
@@ -37,9 +41,9 @@ import warnings
 import numpy as np
 
 from .._errors import DeviceError, OptionError, ProblemError
-from ..lowering import _rt_numpy
-from ..lowering._codegen import compile_source
 from ._adapters import constraint_plan, signed_constraints
+from ._fitness_numpy import numpy_functions
+from ._fitness_words import eligible, unpack, words, words_adapter
 
 __all__ = ["Fitness", "KINDS", "LAYOUTS", "CompileWarning", "AUTO_COMPILE_WORK",
            "ONE_THREAD_WORK"]
@@ -74,7 +78,7 @@ try:  # NumPy >= 2: set errstate's context variable directly (np.errstate costs 
 except (ImportError, AttributeError):  # pragma: no cover - NumPy 1.x
     _ERRORS = _IGNORE_ALL = None
 
-_ADAPTERS: dict = {}  # (source, kind, layout, n, backend) -> adapter
+_ADAPTERS: dict = {}  # (source, kind, layout, n, backend, dtype, plan) -> adapter
 _COMPILED_INPUTS: set = set()  # what has been compiled (or warned about) in this process
 
 
@@ -83,45 +87,17 @@ class CompileWarning(UserWarning):
     type): the call takes seconds, later calls reuse the kernel."""
 
 
-def _fresh_out(v, X, dtype):
-    """``out`` for the public NumPy fitness: the result array itself when it is a fresh
-    one of the right dtype and shape (the engine's ``out`` returns a read-only view),
-    else a fresh copy (never a view of the caller's population)."""
-    shape = X.shape[1:]
-    if type(v) is np.ndarray and v.base is None and v.dtype == dtype and v.shape == shape:
-        return v
-    return np.array(np.broadcast_to(np.asarray(v, dtype=dtype), shape))
-
-
-def _np_where(c, a, b, dtype=None):
-    r = np.where(c, a, b)
-    return r if dtype is None else r.astype(dtype, copy=False)
-
-
-#: The NumPy runtime of the public fitness: the engine's, with outputs the caller owns.
-_RUNTIME = {**{k: getattr(_rt_numpy, k) for k in dir(_rt_numpy) if not k.startswith("_")},
-            "out": _fresh_out, "where": _np_where}
-_NUMPY_NAMESPACES: dict = {}  # generated source -> namespace over _RUNTIME
-
-
-def _numpy_functions(problem) -> dict:
-    ns = _NUMPY_NAMESPACES.get(problem.source)
-    if ns is None:
-        ns = _NUMPY_NAMESPACES[problem.source] = compile_source(
-            problem.source, _RUNTIME, "numpy-fitness")
-    return ns
-
-
-def _adapter(problem, kind: str, layout: str, backend: str):
-    """The function of ``(population, P, eq_tol, weight)`` for ``backend`` ("numpy" or
-    "torch"): the layout view and the generated code in one body, with no array in its
-    closure (so one compiled adapter serves every problem with this generated source)."""
+def _adapter(problem, kind: str, layout: str, backend: str, dtype: str | None = None):
+    """The function of ``(population, P, eq_tol, weight)`` for ``backend`` ("numpy", for
+    the working ``dtype``, or "torch"): the layout view and the generated code in one
+    body, with no array in its closure (so one compiled adapter serves every problem with
+    this generated source)."""
     n, plan = problem.n, constraint_plan(problem) if kind == "constraints" else None
-    key = (problem.source, kind, layout, n, backend, plan)
+    key = (problem.source, kind, layout, n, backend, dtype, plan)
     hit = _ADAPTERS.get(key)
     if hit is not None:
         return hit
-    fns = _numpy_functions(problem) if backend == "numpy" else \
+    fns = numpy_functions(problem, dtype) if backend == "numpy" else \
         problem.lowering.functions(backend)
     death, fitness, leaves = fns["death"], fns["fitness"], fns["leaves"]
     rows = layout == "rows"
@@ -259,11 +235,11 @@ class Fitness:
             self._device = resolve_device(device)
         self._dtype = _working_dtype(dtype)
         self._pvec = problem.parameter_vector(parameters)
-        self._numpy = _adapter(problem, kind, layout, "numpy")
         self._eager = None  # the torch adapter, built on first use
-        self._compiled: dict = {}  # serial? -> its compiled adapter
+        self._compiled: dict = {}  # (serial?, words?) -> its compiled adapter
+        self._words = self._rows and eligible(problem, kind)  # see _fitness_words
         self._inputs: dict = {}  # (device, dtype) -> (P, eq_tol, weight) tensors
-        self._np_inputs: dict = {}  # dtype name -> P array
+        self._np_inputs: dict = {}  # genes' dtype char -> (adapter, P, eq_tol, weight)
         # the NumPy fast path of __call__: a plain CPU array of fewer individuals than
         # this runs the generated NumPy code after only the shape and dtype checks
         self._np_below = math.inf if self.compile is False else \
@@ -285,22 +261,31 @@ class Fitness:
     def _run_numpy(self, arr: np.ndarray):
         hit = self._np_inputs.get(arr.dtype.char)
         if hit is None:
-            name = self._dtype or (arr.dtype.name if arr.dtype.name in _NAMES else "float32")
-            hit = self._np_inputs[arr.dtype.char] = self._pvec.astype(name).reshape(-1, 1)
+            hit = self._np_inputs[arr.dtype.char] = self._numpy_inputs(arr.dtype)
+        fn, P, tol, weight = hit
         if self._contiguous and arr.shape[0] >= CONTIGUOUS_MIN:
             # vectorized NumPy loops need contiguous columns: one copy, then every
-            # operation runs at full speed (sin/cos of a strided column: 2x slower)
+            # operation runs at full speed (a strided column costs up to twice as much)
             arr = np.ascontiguousarray(arr.T).T
         if _ERRORS is None:  # pragma: no cover - NumPy 1.x
             with np.errstate(all="ignore"):
-                out = self._numpy(arr, hit, self._tol, self.penalty)
+                out = fn(arr, P, tol, weight)
         else:
             token = _ERRORS.set(_IGNORE_ALL)
             try:
-                out = self._numpy(arr, hit, self._tol, self.penalty)
+                out = fn(arr, P, tol, weight)
             finally:
                 _ERRORS.reset(token)
         return out
+
+    def _numpy_inputs(self, genes: np.dtype) -> tuple:
+        """(adapter, P, eq_tol, weight) of the NumPy path for populations of ``genes``:
+        every number in the working dtype (a 0-d array is no weak scalar to convert on
+        each operation, see :mod:`._fitness_numpy`)."""
+        name = self._dtype or (genes.name if genes.name in _NAMES else "float32")
+        fn = _adapter(self.problem, self.kind, self.layout, "numpy", name)
+        return (fn, self._pvec.astype(name).reshape(-1, 1), np.array(self._tol, dtype=name),
+                np.array(self.penalty, dtype=name))
 
     def _constants(self, device, dtype):
         import torch
@@ -322,23 +307,27 @@ class Fitness:
         P, tol, w = self._constants(pop.device, dtype)
         if self._eager is None:
             self._eager = _adapter(self.problem, self.kind, self.layout, "torch")
-        fn, threads = self._eager, contextlib.nullcontext()
+        fn, threads, genes = self._eager, contextlib.nullcontext(), pop.dtype
         pop = pop.detach()  # no requires_grad guard: one compile for every caller
+        W = None
         if compiled:
             # small CPU calls: a kernel compiled for (and run on) one thread; Dynamo
             # guards on the thread count, so each variant keeps its own compiled code
             serial = work < ONE_THREAD_WORK and pop.device.type == "cpu" and \
                 torch.get_num_threads() > 1
-            fn = self._compiled_fn(serial)
+            if self._words and dtype == torch.float32:  # float32 rows as int64 words
+                W = words(pop, self._n)
+                pop = pop if W is None else W
+            fn = self._compiled_fn(serial, W is not None)
             if serial:
                 threads = _one_thread(torch)
             axis = 0 if self.layout == "rows" else 1
-            seen = (id(fn), pop.device.type, pop.dtype, dtype)
+            seen = (id(fn), pop.device.type, genes, dtype)
             if seen not in _COMPILED_INPUTS:
                 _COMPILED_INPUTS.add(seen)
                 warnings.warn(
                     f"compiling the {self.kind!r} fitness for {self.problem.n} genes of "
-                    f"{pop.dtype} on {pop.device.type}"
+                    f"{genes} on {pop.device.type}"
                     f"{' (one thread, for small calls)' if serial else ''} with "
                     "torch.compile: expect 10-20 s with a cold compile cache, 2-5 s warm; "
                     "once per process, later calls of any population size reuse it "
@@ -349,10 +338,11 @@ class Fitness:
                     torch._dynamo.mark_dynamic(pop, axis, hint_override=max(
                         int(pop.shape[axis]), 1 << 20))
         with torch.no_grad(), threads:  # one grad mode: Dynamo guards on it
-            return fn(pop, P, tol, w)
+            out = fn(pop, P, tol, w)
+        return out if W is None else unpack(out, self._n)
 
-    def _compiled_fn(self, serial: bool = False):
-        hit = self._compiled.get(serial)
+    def _compiled_fn(self, serial: bool = False, packed: bool = False):
+        hit = self._compiled.get((serial, packed))
         if hit is None:
             from ..backend._compile import compiled
 
@@ -362,9 +352,10 @@ class Fitness:
             # would still count those reads as too costly to vectorize (scalar loop,
             # 3-6x slower on the experiment's examples); gathered vector loads win
             options = {"cpp.enable_tiling_heuristics": False} if self._rows else None
-            hit = self._compiled[serial] = compiled(
-                self._eager, (self.problem.source, "public fitness", self.kind,
-                              self.layout, self.problem.n, "serial" if serial else ""),
+            fn = words_adapter(self.problem, self.kind) if packed else self._eager
+            hit = self._compiled[serial, packed] = compiled(
+                fn, (self.problem.source, "public fitness", self.kind, self.layout,
+                     self.problem.n, "serial" if serial else "", "words" if packed else ""),
                 options=options)
         return hit
 
