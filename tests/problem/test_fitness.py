@@ -231,9 +231,8 @@ def test_evaluate_fast_path_matches_eager(blog3):
 # -- compile="auto": what runs where ----------------------------------------------------
 @pytest.fixture
 def spy(monkeypatch):
-    """``_backend.compiled`` replaced by the eager function, recording every call's
-    population shape, thread count and inductor options (no torch.compile run)."""
-    from constropt.backend import _compile as _backend
+    """The fitness module's ``compiled`` replaced by the eager function, recording every
+    call's population shape, thread count and inductor options (no torch.compile run)."""
     from constropt.problem import _fitness
 
     calls = []
@@ -244,7 +243,7 @@ def spy(monkeypatch):
             return fn(pop, *args)
         return run
 
-    monkeypatch.setattr(_backend, "compiled", fake_compiled)
+    monkeypatch.setattr(_fitness, "compiled", fake_compiled)
     monkeypatch.setattr(_fitness, "_COMPILED_INPUTS", set())
     return calls
 

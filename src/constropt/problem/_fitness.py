@@ -41,6 +41,8 @@ import warnings
 import numpy as np
 
 from .._errors import DeviceError, OptionError, ProblemError
+from ..backend._compile import compiled
+from ..backend._devices import resolve_device
 from ._adapters import constraint_plan, signed_constraints
 from ._fitness_numpy import numpy_functions
 from ._fitness_words import eligible, unpack, words, words_adapter
@@ -230,7 +232,6 @@ class Fitness:
         self.penalty = float(penalty)
         self._device = None
         if device is not None:
-            from ..backend._devices import resolve_device
 
             self._device = resolve_device(device)
         self._dtype = _working_dtype(dtype)
@@ -344,7 +345,6 @@ class Fitness:
     def _compiled_fn(self, serial: bool = False, packed: bool = False):
         hit = self._compiled.get((serial, packed))
         if hit is None:
-            from ..backend._compile import compiled
 
             if self._eager is None:
                 self._eager = _adapter(self.problem, self.kind, self.layout, "torch")
