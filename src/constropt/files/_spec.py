@@ -277,23 +277,51 @@ class _Checker:
 
 
 def _build(data: Any, *, source: str, path: str | None, stem: str | None) -> ProblemSpec:
+    """The checked problem of a file's data, checked in the order of its sections (the
+    first error is reported): top-level keys, name and sense, variables and parameters,
+    expressions, the objective, the constraints, the options."""
     check = _Checker(source)
+    name, sense = _top(check, data, stem)
+    taken: dict[str, str] = {}
+    variables, bounds, parameters = _declarations(check, data, taken)
+    names: dict[str, sympy.Basic] = {s.name: s for s in variables}
+    names.update({s.name: s for s in parameters})
+    for ename, text in (check.table(data, "expressions") or {}).items():
+        check.name("expression", f"expressions.{ename}", ename, taken)
+        names[ename] = _expression(check, f"expressions.{ename}", text, names)
+    if "objective" not in data:
+        raise check.fail("objective", "missing; give the objective as a string, "
+                                      "e.g. objective = \"x**2 + y**2\"")
+    objective = _expression(check, "objective", data["objective"], names)
+    constraints = _constraints(check, data, names, set(variables))
+    options = _options(check, data)
+    return ProblemSpec(name=name, objective=objective, constraints=tuple(constraints),
+                       variables=tuple(variables), bounds=bounds, parameters=parameters,
+                       maximize=_SENSES[sense.strip().lower()], options=dict(options), path=path)
+
+
+def _top(check: _Checker, data: Any, stem: str | None) -> tuple[str, str]:
+    """The top-level keys checked; the problem's name and sense."""
     if not isinstance(data, dict) or not data:
-        raise ParseError(f"{source}: expected a table of problem keys (objective, variables, ...), "
-                         f"got {'nothing' if not data else type(data).__name__}")
+        raise ParseError(f"{check.source}: expected a table of problem keys (objective, "
+                         f"variables, ...), got "
+                         f"{'nothing' if not data else type(data).__name__}")
     for key in data:
         if key not in _TOP_KEYS:
             raise check.fail(str(key), f"unknown top-level key{suggest(key, _TOP_KEYS)}; "
                                        "allowed keys are " + ", ".join(_TOP_KEYS))
-
     name = data.get("name", stem or "problem")
     if not isinstance(name, str):
         raise check.fail("name", f"expected a string, got {brief(name)}")
     sense = data.get("sense", "minimize")
     if not isinstance(sense, str) or sense.strip().lower() not in _SENSES:
         raise check.fail("sense", f"expected 'minimize' or 'maximize', got {brief(sense)}")
+    return name, sense
 
-    taken: dict[str, str] = {}
+
+def _declarations(check: _Checker, data: Any, taken: dict):
+    """``(variables, bounds, parameters)``: the variables' names checked first, then the
+    parameters (their values), then each variable's bounds (which may use them)."""
     raw_vars = check.table(data, "variables", (dict, list))
     if not raw_vars:
         raise check.fail("variables", "declare at least one variable")
@@ -303,7 +331,6 @@ def _build(data: Any, *, source: str, path: str | None, stem: str | None) -> Pro
         entries = [(v, None) for v in raw_vars]
     for var_name, _ in entries:
         check.name("variable", f"variables.{var_name}", var_name, taken)
-
     param_values: dict[str, sympy.Basic] = {}
     parameters: dict[sympy.Symbol, float] = {}
     for pname, raw in (check.table(data, "parameters") or {}).items():
@@ -311,7 +338,6 @@ def _build(data: Any, *, source: str, path: str | None, stem: str | None) -> Pro
         value = check.number(f"parameters.{pname}", raw, param_values, allow_inf=False)
         param_values[pname] = sympy.Float(value)
         parameters[sympy.Symbol(pname, real=True)] = value
-
     variables, bounds = [], {}
     param_symbols = {s.name: s for s in parameters}
     for var_name, raw in entries:
@@ -325,20 +351,12 @@ def _build(data: Any, *, source: str, path: str | None, stem: str | None) -> Pro
         variables.append(symbol)
         if lo is not None or hi is not None:
             bounds[symbol] = (lo, hi)
+    return variables, bounds, parameters
 
-    names: dict[str, sympy.Basic] = {s.name: s for s in variables}
-    names.update({s.name: s for s in parameters})
-    for ename, text in (check.table(data, "expressions") or {}).items():
-        check.name("expression", f"expressions.{ename}", ename, taken)
-        names[ename] = _expression(check, f"expressions.{ename}", text, names)
 
-    if "objective" not in data:
-        raise check.fail("objective", "missing; give the objective as a string, "
-                                      "e.g. objective = \"x**2 + y**2\"")
-    objective = _expression(check, "objective", data["objective"], names)
-
+def _constraints(check: _Checker, data: Any, names: dict, var_set: set) -> list:
+    """The constraints, each a string that involves a variable."""
     constraints = []
-    var_set = set(variables)
     for i, text in enumerate(check.table(data, "constraints", (list,)) or ()):
         key = f"constraints[{i}]"
         if not isinstance(text, str):
@@ -352,7 +370,11 @@ def _build(data: Any, *, source: str, path: str | None, stem: str | None) -> Pro
                 raise check.fail(f"{key} {_snippet(text)}",
                                  f"'{part}' does not involve any variable")
         constraints.extend(parts)
+    return constraints
 
+
+def _options(check: _Checker, data: Any) -> dict:
+    """The file's options: names as strings, none of the options a file may not set."""
     options = check.table(data, "options") or {}
     for key in options:
         if not isinstance(key, str):
@@ -362,9 +384,7 @@ def _build(data: Any, *, source: str, path: str | None, stem: str | None) -> Pro
                                                f"{UNTRUSTED_OPTIONS[key]}; a file may come from "
                                                "an untrusted source, so pass it on the command "
                                                "line or as a keyword argument of solve()")
-    return ProblemSpec(name=name, objective=objective, constraints=tuple(constraints),
-                       variables=tuple(variables), bounds=bounds, parameters=parameters,
-                       maximize=_SENSES[sense.strip().lower()], options=dict(options), path=path)
+    return options
 
 
 def _parametric_side(check: _Checker, text: Any, value, param_symbols: dict):
