@@ -58,10 +58,9 @@ LAYOUTS = ("rows", "columns")
 
 #: ``compile="auto"`` runs the compiled torch kernel from this many numbers per call
 #: (individuals x genes; 100,000 individuals of 3 genes) and the generated NumPy code
-#: below (CPU; eager torch on other devices).  At this size a compiled call saves about
-#: 4 ms against NumPy (benchmarks/fitness.py), so a cold compile (10-20 s) pays after
-#: a few thousand calls and a warm one (2-5 s) after a few hundred; smaller calls save
-#: too little to pay for it.
+#: below (CPU; eager torch on other devices).  From this size a compiled call saves
+#: enough against NumPy that a compile pays for itself within the calls of a GA run;
+#: smaller calls save too little (``benchmarks/results/fitness.md``).
 AUTO_COMPILE_WORK = 300_000
 
 #: Compiled CPU calls below this many numbers run with one torch thread.
@@ -127,8 +126,8 @@ def _adapter(problem, kind: str, layout: str, backend: str, dtype: str | None = 
         def adapter(pop, P, tol, weight):
             if P.dtype == xp.float64:
                 # inductor's float64 code converts every AND of two masks to int32 and
-                # back (2.6x slower on example 2): select on "total violation == 0"
-                # instead, the same feasibility in one mask
+                # back: select on "total violation == 0" instead, the same feasibility
+                # in one mask
                 f, cv = fitness(view(pop), P, tol)
                 return xp.where(cv == 0, f, math.inf)
             return death(view(pop), P, tol)
@@ -349,8 +348,8 @@ class Fitness:
             if self._eager is None:
                 self._eager = _adapter(self.problem, self.kind, self.layout, "torch")
             # the rows view reads with a constant stride: inductor's tiling heuristic
-            # would still count those reads as too costly to vectorize (scalar loop,
-            # 3-6x slower on the experiment's examples); gathered vector loads win
+            # would still count those reads as too costly to vectorize (a scalar
+            # loop); gathered vector loads win (docs/fitness.md)
             options = {"cpp.enable_tiling_heuristics": False} if self._rows else None
             fn = words_adapter(self.problem, self.kind) if packed else self._eager
             hit = self._compiled[serial, packed] = compiled(
