@@ -102,8 +102,8 @@ def _ball_psd(vals, rows) -> bool:
     bounds its spectral norm) has an LDL^T factorisation with positive pivots in Arb
     ball arithmetic (the balls contain the exact pivots of ``M - s I``)."""
     n = len(rows)
-    if n > BALL_LDL_MAX:
-        return False
+    if n > BALL_LDL_MAX or any(bool(vals[e].nan.any()) for r in rows for e in r):
+        return False  # too large, or L not twice differentiable on the whole box
     with working_precision(106):  # twice float64's: the pivots' balls stay narrow
         return _ball_ldl(vals, rows, flint_module().arb)
 
