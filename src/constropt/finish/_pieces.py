@@ -57,7 +57,7 @@ def breakpoints(problem, pvec: np.ndarray) -> dict[int, np.ndarray]:
                     if hit is not None:
                         found.setdefault(hit[0], set()).add(hit[1])
     out = {}
-    for i, cs in found.items():
+    for i, cs in sorted(found.items()):  # by gene: one order of moves whatever the hash seed
         if problem.integer[i]:
             continue
         lo, hi = problem.lower[i], problem.upper[i]
