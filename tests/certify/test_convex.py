@@ -139,13 +139,15 @@ def test_smooth_convex_functions_beyond_quadratics():
 
 
 def test_the_result_repr_says_whether_the_bound_is_certified():
+    from dataclasses import replace
+
     x, y = sp.symbols("x y")
     p = constropt.Problem(x**2 + y**2, [x + y >= 1, x >= -2, x <= 2, y >= -2, y <= 2])
     res = constropt.solve(p, certify=True, seed=0)
     assert res.certificate.certified and "  certified: bound" in repr(res)
-    # a bound that did not reach its gap is a bound, not a certificate
-    f = sp.sin(3 * x) * sp.cos(3 * y) + x * y
-    res = constropt.solve(f, [x >= -2, x <= 2, y >= -2, y <= 2], certify=1e-12, seed=0,
-                          certify_time=0.2)
-    assert not res.certificate.certified
-    assert "bound (not certified)" in repr(res) and "  certified:" not in repr(res)
+    # a bound that did not reach its gap is a bound, not a certificate (the same result
+    # with the certificate's verdict changed: no run whose outcome depends on the clock)
+    short = replace(res, certificate=replace(res.certificate, certified=False))
+    assert "bound (not certified)" in repr(short) and "  certified:" not in repr(short)
+    cut = replace(res, certificate=replace(res.certificate, certified=False, complete=False))
+    assert "bound (not certified), incomplete" in repr(cut)
