@@ -24,9 +24,8 @@ import numpy as np
 import torch
 
 from ..lowering import _rt_interval as ri
-from ..lowering._rt_interval import Iv
 from ..problem._balls import flint_module, working_precision
-from ._exclusion import hessian_program, proven_psd
+from ._exclusion import hessian_program, proven_psd, tangent_bound
 
 __all__ = ["convex_bound"]
 
@@ -163,13 +162,7 @@ def convex_bound(model, problem, pvec, lam, x, eq_tol):
     at = prog.forward(cc, cc, P, only=[v, *grad])
     if bool(at[v].nan.any()) or any(bool(at[k].nan.any()) for k in grad):
         return None
-    no = torch.zeros(1, dtype=torch.bool)
-    acc = at[v].lo.reshape(1)
-    for k in range(len(grad)):
-        d = Iv(ri.down(L0[k:k + 1] - c[k:k + 1]), ri.up(H0[k:k + 1] - c[k:k + 1]), no)
-        gk = at[grad[k]]
-        acc = ri.down(acc + ri.mul2(Iv(gk.lo.reshape(1), gk.hi.reshape(1), no), d).lo)
     eq = sum(abs(float(lam[i])) for i in model.lag_leaves if model.leaves[i].kind == "eq")
     slack = float(ri.up(torch.tensor(eq * eq_tol, dtype=torch.float64) * (1 + 1e-12)))
-    bound = float(ri.down(acc - slack))
+    bound = tangent_bound(at, v, grad, L0, H0, c, slack)
     return bound if math.isfinite(bound) else None

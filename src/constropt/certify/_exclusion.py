@@ -35,7 +35,7 @@ from ..lowering._interval import IntervalProgram
 from ..lowering._interval_model import graph_gradient
 from ..lowering._rt_interval import Iv
 
-__all__ = ["exclusion_box", "hessian_program", "proven_psd"]
+__all__ = ["exclusion_box", "hessian_program", "proven_psd", "tangent_bound"]
 
 _RADII = (0.3, 0.1, 0.03, 0.01, 3e-3, 1e-3, 3e-4, 1e-4, 3e-5, 1e-5)
 
@@ -96,7 +96,6 @@ def exclusion_box(model, problem, P, x, threshold: float, eq_slack: float):
     if hp is None or x is None:
         return None
     prog, v, grad, rows = hp
-    n = len(grad)
     dt = torch.float64
     L0 = torch.tensor(np.array(problem.lower, dtype=np.float64))
     H0 = torch.tensor(np.array(problem.upper, dtype=np.float64))
@@ -109,23 +108,30 @@ def exclusion_box(model, problem, P, x, threshold: float, eq_slack: float):
     if bool(at[v].nan.any()) or any(bool(at[k].nan.any()) for k in grad):
         return None
     w0 = H0 - L0
-    no = torch.zeros(1, dtype=torch.bool)
     for r in _RADII:
         lo = torch.maximum(L0, ri.down(c - r * w0))
         hi = torch.minimum(H0, ri.up(c + r * w0))
-        # the linear term's minimum over E, and the value at x*
-        acc = at[v].lo.reshape(1)
-        for k in range(n):
-            d = Iv(ri.down(lo[k:k + 1] - c[k:k + 1]), ri.up(hi[k:k + 1] - c[k:k + 1]), no)
-            gk = at[grad[k]]
-            t = ri.mul2(Iv(gk.lo.reshape(1), gk.hi.reshape(1), no), d)
-            acc = ri.down(acc + t.lo)
-        bound = float(ri.down(acc - eq_slack))
+        bound = tangent_bound(at, v, grad, lo, hi, c, eq_slack)
         if not math.isfinite(bound) or bound < threshold:
             continue
         if proven_psd(prog, v, grad, rows, lo, hi, c, P):
             return lo, hi, bound
     return None
+
+
+def tangent_bound(at, v, grad, lo, hi, c, slack: float) -> float:
+    """``L(c) + min over [lo, hi] of grad L(c) . (x - c) - slack``, rounded down: the
+    Lagrangian's tangent plane at ``c`` (``at``: enclosures at the point ``c`` of the
+    value node ``v`` and the gradient nodes ``grad``), a lower bound of ``f`` over the box
+    wherever ``L`` is convex on it."""
+    no = torch.zeros(1, dtype=torch.bool)
+    acc = at[v].lo.reshape(1)
+    for k in range(len(grad)):
+        d = Iv(ri.down(lo[k:k + 1] - c[k:k + 1]), ri.up(hi[k:k + 1] - c[k:k + 1]), no)
+        gk = at[grad[k]]
+        t = ri.mul2(Iv(gk.lo.reshape(1), gk.hi.reshape(1), no), d)
+        acc = ri.down(acc + t.lo)
+    return float(ri.down(acc - slack))
 
 
 def second_order_bound(model, lo, hi, P, x, eq_slack: float):
