@@ -196,8 +196,10 @@ def project_tight(view, inc, budget):
     ``view``).  SLSQP ends with ``|h|`` near its own tolerance, and a point the search
     left in the band is not feasible in the view at all.  The projected point replaces
     the incumbent where it is feasible and, from a feasible incumbent, holds the
-    equalities closer to exact.  Returns the incumbent."""
-    if not is_tight(view) or not _eq_leaves(view) or not budget.room(KEEP_BACK + 2):
+    equalities closer to exact.  Not run once the budget or its deadline is spent.
+    Returns the incumbent."""
+    if not is_tight(view) or not _eq_leaves(view) or not budget.room(KEEP_BACK + 2) or \
+            budget.expired():
         return inc
     x, used = restore(view, inc.x, inc.pvec, budget.lend())
     budget.spend(used)
