@@ -132,3 +132,22 @@ def test_certify_on_a_tight_equality_problem_certifies():
     assert res.certificate.certified
     assert res.lower_bound <= res.fun and res.lower_bound >= 0.5 - 1e-6
     assert "|h(x)| <= 0.0001" not in res.certificate.statement
+
+
+def test_the_guide_quotes_the_g03_report():
+    """docs/guide.md's G03 numbers are those of benchmarks/results/tight_equalities.md
+    (benchmarks/tight_equalities.py writes it)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    report = (root / "benchmarks" / "results" / "tight_equalities.md").read_text()
+    guide = " ".join((root / "docs" / "guide.md").read_text().split())
+    rows = {(r[1].strip(), r[2].strip()): r for r in
+            (line.split("|") for line in report.splitlines() if line.startswith("| 30 "))}
+    band = rows[("30", "1e-4")]
+    lo, hi = (float(v) for v in band[3].split(".."))
+    assert round(lo, 4) == round(hi, 4) == -1.0015
+    assert float(band[5]) <= 1e-4
+    tight = rows[("30", "default (tight)")]
+    assert float(tight[4]) <= 1e-12 and float(tight[5]) <= 1e-9
+    assert "reaches `f = -1.0015` with `|h| = 1e-4`" in guide
