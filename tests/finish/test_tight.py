@@ -151,3 +151,40 @@ def test_the_guide_quotes_the_g03_report():
     tight = rows[("30", "default (tight)")]
     assert float(tight[4]) <= 1e-12 and float(tight[5]) <= 1e-9
     assert "reaches `f = -1.0015` with `|h| = 1e-4`" in guide
+
+
+@pytest.mark.parametrize("eq_tol", [None, 1e-4])
+def test_checkpoint_resumes_with_its_equality_rule(tmp_path, eq_tol):
+    """A checkpoint stores ``eq_tol`` as given (None: tight) and resumes with that rule:
+    the tight default ends on ``h = 0``, a stored ``1e-4`` on the band as before."""
+    x, y = sp.symbols("x y")
+    ckpt = tmp_path / "eq.ckpt"
+    f, cons, box = x**2 + y**2, [sp.Eq(x + y, 1)], {x: (-3, 3), y: (-3, 3)}
+    opts = dict(seed=4, pop_size=16, checkpoint=ckpt, checkpoint_every=10, progress=False,
+                max_generations=12, bounds=box, eq_tol=eq_tol)
+    first = constropt.solve(f, cons, **opts)
+    res = constropt.resume(ckpt)
+    assert res.problem.tight_equalities is (eq_tol is None)
+    assert res.fun == pytest.approx(first.fun, rel=1e-9, abs=1e-12)
+    (h,) = res.equality_residuals.values()
+    if eq_tol is None:
+        assert res.success and h <= 3e-9 and res.fun == pytest.approx(0.5, abs=1e-8)
+    else:  # the band's optimum: x + y = 1 - 1e-4 (SLSQP's end, a hair inside)
+        assert res.success and res.fun == pytest.approx((1 - 1e-4) ** 2 / 2, abs=1e-7)
+
+
+def test_solve_batch_and_search_hold_equalities_tightly():
+    x, y, a = sp.symbols("x y a")
+    p = Problem(x**2 + y**2, [sp.Eq(x + y, a)], bounds={x: (-3, 3), y: (-3, 3)},
+                parameters={a: 1.0})
+    values = np.array([0.5, 1.0, 2.0])
+    br = constropt.solve_batch(p, {a: values}, seed=0)
+    for r, v in zip(br.results, values):
+        assert r.success
+        # |h| <= 1e-9 * (1 + |x| + |y| + |a|), at most 5e-9 here
+        assert abs(sp.Rational(r.x[x]) + sp.Rational(r.x[y]) - sp.Rational(v)) <= 5e-9
+        assert r.fun == pytest.approx(v * v / 2, abs=1e-8)
+    s = constropt.Search(p, seed=0)
+    r = s.run().result()
+    assert r.success and max(r.equality_residuals.values()) <= 3e-9
+    assert r.fun == pytest.approx(0.5, abs=1e-8)
