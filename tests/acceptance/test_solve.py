@@ -110,11 +110,17 @@ def test_integer_variables_stay_integer():
 
 def test_equality_constraint_within_tolerance():
     res = constropt.solve(x**2 + y**2, [sp.Eq(x + y, 1)], bounds={x: (-3, 3), y: (-3, 3)},
-                          seed=0)
+                          seed=0, eq_tol=1e-4)
     assert res.success
     # feasible means |x + y - 1| <= eq_tol: the optimum uses the tolerance
     assert res.fun == pytest.approx((1 - 1e-4) ** 2 / 2, abs=1e-7)
     assert abs(res.x[x] + res.x[y] - 1) <= 1e-4
+    # the default holds the equality tightly: no objective profits from a band
+    default = constropt.solve(x**2 + y**2, [sp.Eq(x + y, 1)],
+                              bounds={x: (-3, 3), y: (-3, 3)}, seed=0)
+    assert default.success
+    assert abs(sp.Rational(default.x[x]) + sp.Rational(default.x[y]) - 1) <= 3e-9
+    assert default.fun == pytest.approx(0.5, abs=1e-8)  # 0.5 - 1e-9 at the band's edge
     tight = constropt.solve(x**2 + y**2, [sp.Eq(x + y, 1)], bounds={x: (-3, 3), y: (-3, 3)},
                             seed=0, eq_tol=1e-9)
     assert tight.fun == pytest.approx(0.5, abs=1e-8)

@@ -145,9 +145,10 @@ def test_solve_returns_a_defined_point(backend, algorithm, seed):
     res = constropt.solve(problem, seed=seed, backend=backend, algorithm=algorithm)
     assert res.success and np.isfinite(res.fun)
     assert res.x[x3] > 0 and res.x[x4] > res.x[x6]
-    # the optimum of the equalities' band (tests/finish/test_unbounded.py: -4.5142e-4 exact,
-    # the band |h| <= 1e-4 allows lower)
-    assert -1e-3 <= res.fun <= -6e-4
+    # the optimum with the equalities exact (tight, the default): a scan of the one free
+    # variable x2 through the equalities' solution (x3 = 1 - x2, x6 and x5 from x2 and
+    # x3, x4 the cubic's root above x6) gives -4.2514710e-4 at x2 = 0.77515
+    assert res.fun == pytest.approx(-4.2514710e-4, rel=1e-6)
 
 
 @pytest.mark.parametrize("backend, seed", [("numpy", 1), ("torch", 2)])

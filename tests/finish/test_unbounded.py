@@ -166,7 +166,9 @@ def test_objective_with_logs_of_unbounded_variables_returns_a_defined_point():
     # issue 26: ex8_5_4 returned a point with x3 = -0.81, where x3*log(x3) is NaN
     # (status UNDEFINED); its variables are all unbounded
     f, cons = _EX8_5_4
-    res = _solve(f, cons, seed=0)
+    # the equalities' band, as the reference below uses (the tight default's optimum:
+    # tests/finish/test_domain.py)
+    res = _solve(f, cons, seed=0, eq_tol=1e-4)
     assert res.success and res.feasible and np.isfinite(res.fun)
     p = res.x
     assert p[x2] > 0 and p[x3] > 0 and p[x4] > p[x6]

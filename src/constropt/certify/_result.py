@@ -13,6 +13,7 @@ import numpy as np
 
 from ..engine._status import Status
 from ..finish._result import History, Result, add_up
+from ..finish._tight import certify_view
 from ..finish._verdict import check_point, point_dict
 from ..local._polish import BudgetSpent, Counter
 from ..problem._evaluate import report_numpy
@@ -169,7 +170,8 @@ def certify_result(result, problem, pvec, opts, dev, t_start: float):
         timings["import"] = timings.get("import", 0.0) + time.perf_counter() - t0
     t1 = time.perf_counter()
     inc = result.fun if result.feasible else math.nan
-    cert = certify(problem, pvec, inc, result.x_array, gap=target,
+    # tight equalities: relaxed to the largest tolerance the box allows, not the band
+    cert = certify(certify_view(problem, pvec), pvec, inc, result.x_array, gap=target,
                    time_limit=seconds if seconds is not None else opts.certify_time,
                    device=dev)
     timings["certify"] = time.perf_counter() - t1

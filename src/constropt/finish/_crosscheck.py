@@ -23,6 +23,7 @@ from ..local._polish import Counter, polish
 from ..problem._evaluate import report_numpy
 from ..problem._scipy import ScipyBridge
 from ._scip import scip_available, scip_reference
+from ._tight import finishing_view
 
 __all__ = ["Verdict", "ReferenceRun", "CrossCheck", "cross_check", "references_of",
            "REFERENCES"]
@@ -240,6 +241,9 @@ def cross_check(result, *, references=("scipy",), rtol: float = 1e-4, starts: in
                 or not np.isfinite(val):
             raise OptionError(f"{name} must be a finite number of seconds > 0, got {val!r}")
     pvec = problem.parameter_vector(parameters)
+    # tight equalities: the references solve (and are checked on) the same tight
+    # problem as the result, never the search's band (a band's optimum would "beat" it)
+    problem = finishing_view(problem, result.x_array, pvec)
     rng = np.random.default_rng(seed)
     runs = []
     if "scipy" in refs:

@@ -29,10 +29,20 @@ from ._interrupt import mandatory
 from ._polishing import polish_stage
 from ._result import History, Result, Status, Stopwatch
 from ._status import constant_note, probe_cost, verdict
+from ._tight import finishing_view, is_tight, project_tight, tight_note
 from ._verdict import check_point, diverges_many, point_dict
 
 __all__ = ["Finished", "polish_gate", "refine", "judge", "finish", "finish_batch",
            "refine_batch", "make_result", "NEWTON_ITERS"]
+
+
+class Refined(tuple):
+    """One instance of :func:`refine_batch`, the tuple ``(x, used, settled, f, V)``:
+    ``x``, evaluations ``used``, ``settled``, the float64 check ``f``, ``V`` of ``x``;
+    its attribute ``tight`` says that check held the equalities tightly (a tight
+    problem's finishing view), so :func:`refine` need not check again."""
+
+    tight = False
 
 
 class Finished(NamedTuple):
@@ -73,13 +83,18 @@ def refine(problem, inst, pvec, budget: Budget, *, polish: bool, starts: int = 3
     """
     watch = watch or Stopwatch()
     x, reason = inst.x, inst.reason
+    view = finishing_view(problem, x, pvec)  # tight equalities: their tight band
     if refined is not None:
         x, used, settled, f, V = refined
         budget.spend(used)
+        if view is not problem and not getattr(refined, "tight", False):
+            f, V = check_point(view, x, pvec)  # a band's check: the tight one instead
+            budget.spend(1)
     else:
         with watch.part("check"):
-            (f, V), reason = mandatory(reason, lambda r: check_point(problem, x, pvec))
+            (f, V), reason = mandatory(reason, lambda r: check_point(view, x, pvec))
     budget.spend(1)  # the float64 check is an evaluation too (refine_batch kept room)
+    problem = view
     with watch.part("polish"):
         inc, first = defined_fallback(problem, inst, Incumbent(x, f, V, pvec), budget)
         if refined is not None and refined[2] and first is None:
@@ -90,6 +105,8 @@ def refine(problem, inst, pvec, budget: Budget, *, polish: bool, starts: int = 3
                                         starts=starts, first=first)
             if stopped is not None:
                 reason = stopped
+        if reason is not Status.INTERRUPTED and problem.n <= MAX_FINISH_GENES:
+            inc = project_tight(problem, inc, budget)
     return inc, reason
 
 
@@ -103,9 +120,17 @@ def judge(problem, inc: Incumbent, reason, budget: Budget, *, unbounded=None, bo
     (status, message)``: what the caller adds to the status (``solve``: the box
     expansion's say).  The message ends with :func:`._status.constant_note`."""
     watch = watch or Stopwatch()
+    view = finishing_view(problem, inc.x, inc.pvec)  # tight equalities: their tight band
+    if view is not problem:
+        box = None if box is None else finishing_view(box, inc.x, inc.pvec)
+        inc = inc.at(inc.x, *check_point(view, inc.x, inc.pvec))  # in the view's band
+        budget.spend(1)
+        problem = view
     with watch.part("check"):
         (inc, status, message, checked), _ = mandatory(
             reason, lambda r: verdict(problem, inc, r, budget, unbounded=unbounded, box=box))
+    if not checked.feasible:
+        message += tight_note(problem, inc.x, inc.pvec)
     if amend is not None:
         status, message = amend(inc, status, message, checked)
     return Finished(inc.x, inc.f, inc.V, budget.used, status,
@@ -197,6 +222,7 @@ def refine_batch(problem, xs, M: np.ndarray, budgets):
     needed)."""
     X = np.stack(xs, axis=1)
     B = X.shape[1]
+    problem = finishing_view(problem, X, M)  # tight equalities: their tight band
     left = None if budgets[0].total is None else \
         np.array([b.left() for b in budgets], dtype=np.int64)
     f, V = report_numpy(problem, X, M)
@@ -230,8 +256,11 @@ def refine_batch(problem, xs, M: np.ndarray, budgets):
         best[:, w], cv_b[w], fm_b[w] = xr[:, win], cv_r[win], fm_r[win]
         f_b[w], V_b[:, w] = fr[win], Vr[:, win]
         settled[idx] = feas & conv
-    return [(best[:, b].copy(), int(used[b]), bool(settled[b]), float(f_b[b]),
-             V_b[:, b].copy()) for b in range(B)]
+    out = [Refined((best[:, b].copy(), int(used[b]), bool(settled[b]), float(f_b[b]),
+                    V_b[:, b].copy())) for b in range(B)]
+    for r in out:
+        r.tight = is_tight(problem)
+    return out
 
 
 def make_result(problem, inst, fin: Finished, *, seed, device, timings,
@@ -248,4 +277,5 @@ def make_result(problem, inst, fin: Finished, *, seed, device, timings,
         message=fin.message, nit=inst.nit, nfev=fin.nfev, seed=seed, device=str(device),
         timings=timings, backend=backend,
         history=History(inst.hist_nfev, sign * inst.hist_f, inst.hist_cv),
-        problem=problem, verification=fin.checked.verification)
+        problem=problem, verification=fin.checked.verification,
+        equality_residuals=getattr(fin.checked.verification, "residuals", None) or {})

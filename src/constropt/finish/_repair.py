@@ -20,6 +20,7 @@ from ..local._polish import rounding_scale
 from ..problem._constraints import leaves as tree_leaves
 from ..problem._evaluate import report_numpy
 from ..problem._rigorous import SATISFIED, UNDEF, VIOLATED
+from ._tight import equality_residuals
 from ._verify import Verification, evaluate_exact, exact_genes, fun_error, overall
 
 __all__ = ["certify_point", "Certified"]
@@ -240,7 +241,8 @@ def certify_point(problem, x, pvec, fun: float, V: np.ndarray, budget: int | Non
     ver = Verification(feasible=overall(cons) == SATISFIED, verdicts=tuple(cons),
                        float64_feasible=f64, fun_error=fun_error(fun, obj),
                        repaired=repaired, precision=bits,
-                       seconds=time.perf_counter() - t0)
+                       seconds=time.perf_counter() - t0,
+                       residuals=equality_residuals(problem, x, pvec))
     return Certified(x, float(fun), V, ver, genes, note, used)
 
 

@@ -196,6 +196,12 @@ class Result:
     backend : str or None
         The array library the search ran on: ``"numpy"`` or ``"torch"`` (see the
         ``backend`` option); None when no search ran (an infeasibility proof).
+    equality_residuals : mapping
+        ``{equality: |h(x)|}``: how far each equality constraint is from exact at ``x``
+        (the float64 value of ``h = lhs - rhs``; an equality under ``And``/``Or`` keyed
+        as ``Eq(h, 0)``), empty without equalities.  With tight equalities (the default
+        ``eq_tol=None``) a feasible result has each at most ``1e-9`` times the
+        equality's scale ``1 + sum_k |t_k(x)|`` (the terms of ``h``).
     """
 
     x: Any
@@ -221,9 +227,12 @@ class Result:
     problem: Any = field(default=None, repr=False, compare=False)
     verification: Any = None
     backend: str | None = None
+    equality_residuals: Any = None
 
     def __post_init__(self):
         object.__setattr__(self, "x", FrozenDict(self.x))
+        object.__setattr__(self, "equality_residuals",
+                           FrozenDict(self.equality_residuals or {}))
         object.__setattr__(self, "timings", FrozenDict(self.timings))
         for name in ("x_array", "violations"):
             arr = np.array(getattr(self, name), dtype=np.float64)
@@ -244,6 +253,9 @@ class Result:
         t = ", ".join(f"{k} {v:.3f}s" for k, v in self.timings.items())
         lines.append(f"  nit {self.nit}, nfev {self.nfev}, seed {self.seed}, device {self.device}")
         lines.append(f"  timings: {t}")
+        if self.equality_residuals:
+            res = list(self.equality_residuals.values())
+            lines.append(f"  equalities: {len(res)}, largest |h| {max(res):.3g}")
         if self.cross_check is not None:
             lines.append(f"  cross_check: {self.cross_check.verdict}")
         if self.lower_bound is not None:
@@ -339,6 +351,7 @@ class Result:
             "history": {"nfev": self.history.nfev.tolist(), "fun": self.history.fun.tolist(),
                         "cv": self.history.cv.tolist()},
             "cross_check": cc,
+            "equality_residuals": {str(k): v for k, v in self.equality_residuals.items()},
             "verification": None if self.verification is None else {
                 "feasible": self.verification.feasible,
                 "verdicts": list(self.verification.verdicts),

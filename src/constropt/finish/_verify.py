@@ -4,7 +4,8 @@ The float64 check (:func:`constropt.finish._verdict.check_point`) decides feasib
 rounded arithmetic, which is overstated at rounding level.  :func:`verify_point`
 re-evaluates every constraint (and the objective) at the exact point with Arb balls
 (:mod:`constropt.problem._rigorous`); a constraint is *satisfied* only when its ball lies
-on the feasible side (strictly for ``<``/``>``; ``|h| <= eq_tol`` for equalities),
+on the feasible side (strictly for ``<``/``>``; ``|h| <= eq_tol`` for equalities, or
+each equality's tight tolerance: :mod:`._tight`),
 *violated* when it lies on the other side (or the value is undefined), else *undecided*
 (a rounding-level tie).  The final checks of every mode go through
 :func:`._repair.certify_point`, which nudges a point float64 finds feasible until this
@@ -15,7 +16,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -29,6 +31,7 @@ from ..problem._rigorous import (
     verdict_of,
     working_precision,
 )
+from ._tight import TIGHT_EQ_TOL, is_tight, leaf_tolerances
 
 __all__ = ["Verification", "verify_point", "evaluate_exact", "exact_genes", "fun_error",
            "overall", "PRECISIONS"]
@@ -69,6 +72,9 @@ class Verification:
         Bits of Arb working precision of the last evaluation.
     seconds : float
         Time spent in the rigorous check and repair.
+    residuals : mapping or None
+        ``{equality: |h(x)|}`` at ``x`` (float64; :func:`._tight.equality_residuals`),
+        what ``Result.equality_residuals`` reports.
     """
 
     feasible: bool
@@ -78,6 +84,7 @@ class Verification:
     repaired: bool = False
     precision: int = PRECISIONS[0]
     seconds: float = 0.0
+    residuals: Any = field(default=None, repr=False, compare=False)
 
 
 def exact_genes(problem, x: np.ndarray) -> list:
@@ -126,8 +133,9 @@ def evaluate_exact(problem, genes, pvec):
             xs = [arb(g) if isinstance(g, float) else arb(_fmpz(g)) for g in genes]
             ps = [arb(float(p)) for p in np.asarray(pvec, dtype=np.float64).reshape(-1)]
             vals = prog.run(xs, ps)
-            tol = arb(float(problem.eq_tol))
-            leaf = [verdict_of(k, v, tol) for k, v in zip(kinds, vals[1:], strict=True)]
+            tols = leaf_tolerances(problem, xs, ps)
+            leaf = [verdict_of(k, v, t) for k, v, t in zip(kinds, vals[1:], tols,
+                                                           strict=True)]
         it = iter(leaf)
         cons = [_combine(t, it) for t in trees]
         if UNDECIDED not in cons:
@@ -156,7 +164,9 @@ def _settle_exact_zeros(problem, genes, pvec, leaf):
     point.update({p: sp.Rational(float(v)) for p, v in
                   zip(problem.layout.parameters, np.asarray(pvec).reshape(-1), strict=True)})
     out = list(leaf)
-    tol = sp.Rational(float(problem.eq_tol))
+    # tight equalities: the smallest tolerance (a tie settled here is at rounding level)
+    tol = sp.Rational(min(float(problem.eq_tol), TIGHT_EQ_TOL) if is_tight(problem)
+                      else float(problem.eq_tol))
     for k, lf in enumerate(problem.leaves):
         if leaf[k] != UNDECIDED or sp.count_ops(lf.expr) > _SIMPLIFY_OPS:
             continue

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._polish import conjunctive_leaves, rounding_scale
+from ._polish import conjunctive_leaves, polish_band, rounding_scale
 
 __all__ = ["polish_batch", "evals_per_iteration", "restore", "evaluators", "near_active",
            "INSIDE", "HOLD", "HELD_ULPS"]
@@ -291,7 +291,7 @@ def _residual(problem, M, eq, inside: float):
     L = len(problem.leaves)
     usable = np.zeros(L, dtype=bool)
     usable[conjunctive_leaves(problem)] = True
-    band = (1.0 - 1e-3) * problem.eq_tol  # the polish's own share of the band
+    band = polish_band(problem)  # the polish's own share of the band
 
     def residual(x):
         with np.errstate(all="ignore"):

@@ -5,7 +5,8 @@ Objective, constraint leaves and their exact derivatives come from the one scipy
 integer genes are held fixed.  The bridge's rules apply: strict inequalities keep
 :data:`._scipy.STRICT_MARGIN` inside their boundary, and an equality ``h == 0`` is the
 band ``|h| <= eq_tol`` (the feasible set's own definition; polish uses 99.9% of it so
-SLSQP's end point stays inside after rounding).  ``margin`` tightens every inequality
+SLSQP's end point stays inside after rounding), or ``h = 0`` where the equalities hold
+tightly (:func:`polish_band`).  ``margin`` tightens every inequality
 and the band further (the caller retries with a small one when SLSQP ends a hair outside
 an active constraint).  Leaves under an ``Or`` are left out (SLSQP needs a conjunction);
 the caller accepts the polished point only if the full float64 check finds it feasible
@@ -23,7 +24,7 @@ from ..problem._scipy import STRICT_MARGIN, ScipyBridge, conjunctive_leaves
 
 __all__ = ["conjunctive_leaves", "polish", "Counter", "STRICT_MARGIN", "PolishInterrupted",
            "singular_sides", "wide_spread", "hair_outside", "HAIR", "stationarity",
-           "STATIONARY", "real_gain", "TIE", "rounding_scale"]
+           "STATIONARY", "real_gain", "TIE", "rounding_scale", "polish_band"]
 
 
 class Counter:
@@ -65,6 +66,17 @@ class PolishInterrupted(KeyboardInterrupt):
     def __init__(self, x, nfev: int):
         super().__init__("polish interrupted")
         self.x, self.nfev = x, nfev
+
+
+def polish_band(problem) -> float:
+    """The band ``|h| <= band`` the local solvers aim equalities into: 99.9% of
+    ``eq_tol`` (an optimum may lean on a band the user chose), or 0 on the finishing view
+    of tight equalities (:func:`constropt.finish._tight.finishing_view`, which keeps the
+    search band aside): there no objective value may profit from the tolerance, which
+    only absorbs rounding."""
+    if getattr(problem, "_eq_band", None) is not None:
+        return 0.0
+    return problem.eq_tol * (1.0 - 1e-3)
 
 
 #: Box widths spanning more than this ratio: SLSQP runs in scaled form first.
@@ -118,7 +130,7 @@ def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
     x_fixed = x0.astype(np.float64).copy()
     counter = Counter(max_evals, deadline)
     bridge = ScipyBridge(problem, pvec, free=free, x_fixed=x_fixed, counter=counter,
-                         eq_tol=problem.eq_tol * (1.0 - 1e-3), tighten=margin)
+                         eq_tol=polish_band(problem), tighten=margin)
     try:
         held = _singular_sides(bridge, np.clip(x_fixed[free], lo, hi), lo, hi)
     except BudgetSpent:  # the deadline passed
@@ -130,9 +142,9 @@ def polish(problem, x0: np.ndarray, pvec: np.ndarray, *, maxiter: int = 200,
         if free.size == 0:
             return x0.copy(), counter.n
         bridge = ScipyBridge(problem, pvec, free=free, x_fixed=x_fixed, counter=counter,
-                             eq_tol=problem.eq_tol * (1.0 - 1e-3), tighten=margin)
+                             eq_tol=polish_band(problem), tighten=margin)
     jac = bridge.jac if bridge.exact else None
-    cons = bridge.slsqp_constraints()
+    cons = _exact_rows(problem, bridge, bridge.slsqp_constraints())
     if max_evals is not None:
         maxiter = max(1, min(maxiter, max_evals // (3 if jac is not None else free.size + 2)))
     z0 = np.clip(x_fixed[free], lo, hi)
@@ -175,6 +187,24 @@ def _slsqp(bridge, jac, cons, z0, lo, hi, counter, scaled, maxiter, x_fixed, fre
             except (ValueError, ArithmeticError, np.linalg.LinAlgError):
                 z = z0
     return z, status
+
+
+def _exact_rows(problem, bridge, cons: list) -> list:
+    """On the finishing view of tight equalities (:func:`polish_band` 0), the equality
+    group's two opposite rows ``0 - h >= 0``, ``h - 0 >= 0`` (the bridge's first two:
+    it lists equalities first) as one SLSQP equality row ``h == 0``: the pair makes
+    SLSQP's subproblem degenerate, and it stops short of the optimum on the manifold."""
+    if polish_band(problem) != 0.0:
+        return cons
+    groups = bridge.groups()
+    if not groups or problem.leaves[int(groups[0][0][0])].kind != "eq" or \
+            not groups[0][1] == groups[0][2] == 0.0 or len(cons) < 2:
+        return cons
+    idx = groups[0][0]
+    row = {"type": "eq", "fun": bridge._cfun(idx)}
+    if bridge.exact:
+        row["jac"] = bridge._cjac(idx)
+    return [row, *cons[2:]]
 
 
 def _singular_sides(bridge, z0: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -264,7 +294,7 @@ def _scaled(bridge, cons, z0, lo, hi):
     out = []
     for d in cons:
         s = _row_scale(d["jac"](z0) * w)
-        out.append({"type": "ineq",
+        out.append({"type": d["type"],
                     "fun": lambda u, d=d, s=s: d["fun"](to_z(u)) / s,
                     "jac": lambda u, d=d, s=s: d["jac"](to_z(u)) * w / s[:, None]})
     return (lambda u: bridge.fun(to_z(u)) / fs, lambda u: bridge.jac(to_z(u)) * w / fs, out,

@@ -37,7 +37,12 @@ from ._validate import (
     _order_variables,
 )
 
-__all__ = ["Problem", "Evaluation", "BoundsWarning", "DEFAULT_BOUND"]
+__all__ = ["Problem", "Evaluation", "BoundsWarning", "DEFAULT_BOUND", "SEARCH_EQ_TOL"]
+
+#: The equality band the search works in where equalities hold tightly (``eq_tol=None``):
+#: sampling cannot land on a manifold, so the search needs a band; the finishing steps
+#: then drive each equality onto the tight tolerance.
+SEARCH_EQ_TOL = 1e-4
 
 
 class Problem(Interop):
@@ -49,7 +54,8 @@ class Problem(Interop):
         The function to minimize (or maximize with ``maximize=True``).
     constraints : sequence of sympy relationals, optional
         ``<``, ``<=``, ``>``, ``>=``, ``sympy.Eq``, or ``And``/``Or``/``Not`` of them.
-        Strict inequalities are enforced strictly; equalities within ``eq_tol``.
+        Strict inequalities are enforced strictly; equalities as tightly as the local
+        solver reaches (see ``eq_tol``).
     variables : sequence of sympy Symbols (or IndexedBase/MatrixSymbol), optional
         The decision variables in the order of ``x_array``.  Default: every free symbol
         that is not a parameter, in natural name order (``x2`` before ``x10``).
@@ -69,8 +75,17 @@ class Problem(Interop):
     parameters : dict, optional
         ``{symbol: value}``.  Parameters are inputs of the generated code, so changing
         their values never regenerates or recompiles it.
-    eq_tol : float, optional
-        Tolerance for equality constraints: ``|h(x)| <= eq_tol`` counts as satisfied.
+    eq_tol : float or None, optional
+        Tolerance for equality constraints.  ``None`` (the default): equalities hold
+        *tightly*: a returned point satisfies every equality ``h(x) == 0`` to
+        ``|h(x)| <= min(1e-9 * s(x), 1e-4)``, its scale ``s(x) = 1 + sum_k |t_k(x)|`` over
+        the terms ``t_k`` of ``h = lhs - rhs`` (so rounding in large terms is allowed
+        for), and the result reports the point as infeasible where the local solver
+        cannot reach that; the search itself works with the band ``|h| <= 1e-4``
+        (:data:`SEARCH_EQ_TOL`, what :attr:`eq_tol` then reports) and the finishing steps
+        drive each equality onto the tight tolerance.  A number: ``|h(x)| <= eq_tol``
+        counts as satisfied, in the search and in the result alike (``1e-4`` is the CEC
+        convention, where an optimum may lean on the band).
     default_bound : float, optional
         Half-width of the initial search box on a side without a finite bound (a
         :class:`BoundsWarning` names the variable): ``[-d, d]`` when both sides are open,
@@ -96,7 +111,7 @@ class Problem(Interop):
     def __init__(self, objective: sp.Expr, constraints: Iterable[Any] | sp.Basic = (), *,
                  variables: Sequence[sp.Basic] | None = None, bounds: BoundsLike = None,
                  maximize: bool = False, parameters: Mapping[sp.Symbol, float] | None = None,
-                 eq_tol: float = 1e-4, default_bound: float | None = None) -> None:
+                 eq_tol: float | None = None, default_bound: float | None = None) -> None:
         self._objective = _check_objective(objective)
         if isinstance(constraints, (sp.Basic, bool)):
             constraints = [constraints]
@@ -111,9 +126,12 @@ class Problem(Interop):
         if not isinstance(maximize, (bool, np.bool_)):
             raise ProblemError(f"maximize must be True or False, got {maximize!r}")
         self._maximize = bool(maximize)
-        if not (isinstance(eq_tol, (int, float)) and math.isfinite(eq_tol) and eq_tol >= 0):
-            raise ProblemError(f"eq_tol must be a finite number >= 0, got {eq_tol!r}")
-        self._eq_tol = float(eq_tol)
+        if eq_tol is not None and not (isinstance(eq_tol, (int, float)) and
+                                       math.isfinite(eq_tol) and eq_tol >= 0):
+            raise ProblemError(f"eq_tol must be None (tight equalities) or a finite number "
+                               f">= 0, got {eq_tol!r}")
+        self._tight = eq_tol is None
+        self._eq_tol = SEARCH_EQ_TOL if eq_tol is None else float(eq_tol)
         self._parameters = _check_parameters(parameters)
         exprs = [self._objective] + [c.relation for c in self._constraints]
         for k, e in enumerate(exprs):
@@ -143,7 +161,8 @@ class Problem(Interop):
         # tighten it further)
         self._args = (self._objective, given_constraints, self._variables,
                       None if bounds is None else dict(bounds), self._maximize,
-                      dict(self._parameters), self._eq_tol, default_bound)
+                      dict(self._parameters), None if self._tight else self._eq_tol,
+                      default_bound)
 
     # -- read-only views ------------------------------------------------------------
     @property
@@ -185,8 +204,16 @@ class Problem(Interop):
 
     @property
     def eq_tol(self) -> float:
-        """Tolerance of equality constraints."""
+        """The equality band ``|h| <= eq_tol`` of the search (and of bound propagation
+        and certificates, which relax the feasible set by it): the given ``eq_tol``, or
+        :data:`SEARCH_EQ_TOL` with tight equalities (:attr:`tight_equalities`)."""
         return self._eq_tol
+
+    @property
+    def tight_equalities(self) -> bool:
+        """Whether equalities hold tightly (``eq_tol=None``, the default): the result
+        holds them to ``1e-9`` times their scale, not to the band :attr:`eq_tol`."""
+        return self._tight
 
     @property
     def n(self) -> int:

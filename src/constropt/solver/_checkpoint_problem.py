@@ -44,7 +44,7 @@ def problem_from_data(args):
         raise CheckpointError("field problem: expected the problem's 7 or 8 arguments")
     kinds = {"objective": sympy.Expr, "constraints": tuple, "variables": tuple,
              "bounds": (dict, type(None)), "maximize": bool, "parameters": dict,
-             "eq_tol": float, "default_bound": (int, float, type(None))}
+             "eq_tol": (float, type(None)), "default_bound": (int, float, type(None))}
     for name, value in zip(names, args):
         if not isinstance(value, kinds[name]) or (name == "eq_tol" and isinstance(value, bool)):
             raise CheckpointError(f"field problem.{name}: holds a {type(value).__name__}")

@@ -94,8 +94,11 @@ class SolveOptions:
         a collapsed population; ``0`` disables the collapse test.
     polish : bool
         Refine the best point with SLSQP on exact derivatives.
-    eq_tol : float
-        Equality tolerance (used when ``solve`` builds the Problem).
+    eq_tol : float or None
+        Equality tolerance (used when ``solve`` builds the Problem).  None (default):
+        equalities hold tightly, to ``1e-9`` times their scale at the returned point (see
+        :class:`constropt.Problem`); a number (``1e-4``: the CEC convention) accepts
+        ``|h| <= eq_tol`` in the search and in the result alike.
     parameters : dict or None
         Parameter values ``{symbol: value}``.
     throw : bool
@@ -192,7 +195,7 @@ class SolveOptions:
     stagnation: int = 60
     ftol: float = 1e-10
     polish: bool = True
-    eq_tol: float = 1e-4
+    eq_tol: float | None = None
     parameters: dict | None = None
     throw: bool = False
     check_every: int = 10
@@ -261,7 +264,7 @@ class SolveOptions:
             raise OptionError(f"pop_size must be 4 to {MAX_POP_SIZE:,}, got {self.pop_size}")
         for name in ("time_limit", "ftol", "eq_tol", "default_bound", "eta_c", "eta_m"):
             v = getattr(self, name)
-            if v is None and name in ("time_limit", "default_bound"):
+            if v is None and name in ("time_limit", "default_bound", "eq_tol"):
                 continue
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
                     or v < 0 or (v == 0 and name in ("time_limit", "default_bound")):
