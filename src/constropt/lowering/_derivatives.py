@@ -66,27 +66,56 @@ class SymbolicDerivative:
     """``d(expr, symbol)``: the derivative with every symbol of ``symbols`` taken real.
 
     Each expression is prepared (real dummies, step functions) once, however many
-    symbols it is differentiated by.
+    symbols it is differentiated by.  :meth:`nonzeros` gives the derivatives that can
+    be nonzero, each computed from the terms of a sum that contain its symbol: sympy
+    differentiates a sum term by term (``Add(*[a.diff(s) for a in args])``) and drops
+    the zeros, so the result is the same expression as the whole sum's derivative at a
+    cost that follows the terms containing the symbol, not the whole sum.
     """
 
     def __init__(self, symbols):
-        self.real = {s: sp.Dummy(str(s), real=True) for s in symbols}
+        self.symbols = tuple(symbols)
+        self.real = {s: sp.Dummy(str(s), real=True) for s in self.symbols}
         self.back = {v: k for k, v in self.real.items()}
+        self.position = {v: k for k, v in enumerate(self.real.values())}
         self._prepared: dict = {}
 
-    def __call__(self, expr, symbol):
+    def _prepare(self, expr):
         e = self._prepared.get(expr)
         if e is None:
             _check_size(expr)
             e = self._prepared[expr] = _step_form(expr.xreplace(self.real))
-        d = sp.diff(e, self.real[symbol])
+        return e
+
+    def _finish(self, d):
         d = d.replace(sp.DiracDelta, lambda *a: sp.S.Zero)
         d = d.replace(_Floor, sp.floor).replace(_Ceiling, sp.ceiling)
         return d.xreplace(self.back)
 
+    def __call__(self, expr, symbol):
+        return self._finish(sp.diff(self._prepare(expr), self.real[symbol]))
+
+    def nonzeros(self, expr) -> list:
+        """``[(k, d expr / d symbols[k])]`` for every symbol ``expr`` contains whose
+        derivative is not identically 0, in the order of ``symbols``."""
+        e = self._prepare(expr)
+        terms: dict = {}
+        for t in (e.args if isinstance(e, sp.Add) else (e,)):
+            for s in t.free_symbols:
+                k = self.position.get(s)
+                if k is not None:
+                    terms.setdefault(k, []).append(t)
+        out = []
+        for k in sorted(terms):
+            s = self.real[self.symbols[k]]
+            d = self._finish(sp.Add(*[sp.diff(t, s) for t in terms[k]]))
+            if d != 0:
+                out.append((k, d))
+        return out
+
 
 #: Runtime names that are not elementwise math (kept as they are in gradient mode).
-_STRUCTURAL = {"cast", "where", "out", "stack", "stack_rows", "minimize_key", "index", "lift",
+_STRUCTURAL = {"cast", "where", "out", "stack", "scatter", "minimize_key", "index", "lift",
                "grid", "rsum", "bsum", "isnan", "viol_le", "viol_lt", "viol_eq", "powi"}
 
 
