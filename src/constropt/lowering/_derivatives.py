@@ -108,10 +108,38 @@ class SymbolicDerivative:
         out = []
         for k in sorted(terms):
             s = self.real[self.symbols[k]]
-            d = self._finish(sp.Add(*[sp.diff(t, s) for t in terms[k]]))
+            d = self._finish(sp.Add(*[_term_derivative(t, s) for t in terms[k]]))
             if d != 0:
                 out.append((k, d))
         return out
+
+
+def _linear_coefficient(t, s):
+    """``c`` where ``t`` is ``s`` (1) or ``c*s`` with a number ``c``, else None."""
+    if t is s:
+        return sp.S.One
+    if t.is_Mul and len(t.args) == 2 and t.args[1] is s and t.args[0].is_Number:
+        return t.args[0]
+    return None
+
+
+def _term_derivative(t, s):
+    """``sp.diff(t, s)``, without sympy's derivative machinery for the terms that
+    dominate large problems, as the same operations ``diff`` performs on them: ``s``
+    and ``c*s`` (the number ``c``), and a power with a number exponent of ``s`` or of
+    ``s`` plus a number (``(s - a)**k``: sympy's power rule ``t * (dexp * log(base) +
+    dbase * exp / base)`` with ``dexp = 0``, the vanishing logarithm not built)."""
+    c = _linear_coefficient(t, s)
+    if c is not None:
+        return c
+    if t.is_Pow and t.exp.is_Number:
+        base = t.base
+        db = _linear_coefficient(base, s)
+        if db is None and base.is_Add and len(base.args) == 2 and base.args[0].is_Number:
+            db = _linear_coefficient(base.args[1], s)
+        if db is not None:
+            return t * (db * t.exp / base)
+    return sp.diff(t, s)
 
 
 #: Runtime names that are not elementwise math (kept as they are in gradient mode).
