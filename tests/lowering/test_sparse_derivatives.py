@@ -4,7 +4,8 @@ Checked: the derivative source of a problem with a bound leaf per variable grows
 linearly with the number of variables (lines and derivative calls counted, not time);
 the nonzeros equal sympy's derivative of the whole expression, entry by entry (the
 dense reference, exactly); the generated arrays equal central finite differences; the
-zero entries cost no source text.
+zero entries cost no source text; the interval model's Lagrangian gradient and the
+Hessian program grow with the nonzeros and enclose the exact gradient.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import pytest
 import sympy as sp
 
 import constropt
+from constropt.certify._exclusion import hessian_program
 from constropt.lowering import _derivatives, _lower
 from constropt.lowering._derivatives import SymbolicDerivative, _term_derivative
+from constropt.lowering._interval_model import IntervalModel
 
 
 def separable(n: int):
@@ -161,3 +164,39 @@ def test_torch_scatter_matches_numpy():
     gt, Jt = p.lowering.derivatives("torch")(torch.tensor(pts), torch.tensor(P))
     np.testing.assert_array_equal(gt.numpy(), g)
     np.testing.assert_array_equal(Jt.numpy(), J)
+
+
+def _model(n: int):
+    p, _ = separable(n)
+    return p, IntervalModel(p.objective, p.leaves, p.layout, gradient=True)
+
+
+def test_lagrangian_gradient_and_hessian_grow_with_the_nonzeros():
+    sizes = {}
+    for n in (20, 80):
+        p, m = _model(n)
+        before = len(m.program.graph.nodes)
+        assert hessian_program(m) is not None
+        sizes[n] = (before, len(m.program.graph.nodes))
+    # dense: (2n + 1) n products in the Lagrangian's gradient and n**2 Hessian entries,
+    # 16x from n = 20 to 80; the nonzeros grow 4x (5x: room for the fixed nodes)
+    assert sizes[80][0] <= 5 * sizes[20][0]
+    assert sizes[80][1] <= 5 * sizes[20][1]
+
+
+def test_lagrangian_gradient_values():
+    p, m = _model(4)
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-2, 2, 4)
+    lam = rng.uniform(0, 3, len(p.leaves))
+    lo = x.reshape(-1, 1)
+    vals = m.program.forward(lo, lo.copy(), np.concatenate([p.parameter_vector(), lam]),
+                             only=list(m.lag_grad))
+    xs = p.variables
+    lag = p.objective + sum(float(li) * lf.expr for li, lf in zip(lam, p.leaves))
+    for k, node in enumerate(m.lag_grad):
+        want = float(sp.diff(lag, xs[k]).subs(dict(zip(xs, x))))
+        got = vals[node]
+        # a point box: the enclosure is a few ulps wide around the exact value
+        assert float(got.lo[0]) <= want + 1e-12 and want - 1e-12 <= float(got.hi[0])
+        assert float(got.hi[0]) - float(got.lo[0]) < 1e-12

@@ -42,6 +42,8 @@ class _Ceiling(_Flat):
 
 def _step_form(expr):
     """``expr`` with floor/ceiling/frac/Mod written with derivative-0 step functions."""
+    if not expr.has(sp.frac, sp.Mod, sp.floor, sp.ceiling):
+        return expr  # one traversal instead of four rebuilding ones
     expr = expr.replace(sp.frac, lambda u: u - _Floor(u))
     expr = expr.replace(sp.Mod, lambda a, b: a - b * _Floor(a / b))
     expr = expr.replace(sp.floor, _Floor)
@@ -88,9 +90,16 @@ class SymbolicDerivative:
         return e
 
     def _finish(self, d):
-        d = d.replace(sp.DiracDelta, lambda *a: sp.S.Zero)
-        d = d.replace(_Floor, sp.floor).replace(_Ceiling, sp.ceiling)
+        if d.is_Number:
+            return d
+        if d.has(sp.DiracDelta, _Floor, _Ceiling):
+            d = self._steps_back(d)
         return d.xreplace(self.back)
+
+    @staticmethod
+    def _steps_back(d):
+        d = d.replace(sp.DiracDelta, lambda *a: sp.S.Zero)
+        return d.replace(_Floor, sp.floor).replace(_Ceiling, sp.ceiling)
 
     def __call__(self, expr, symbol):
         return self._finish(sp.diff(self._prepare(expr), self.real[symbol]))
