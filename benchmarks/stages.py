@@ -25,7 +25,9 @@ by the generated source emptied, so no round reuses an earlier round's work):
   a fresh process with a time limit (``--compile-limit``), one round only.
 
 Each cell is the median over ``--rounds`` rounds (the sizes interleaved within a round)
-of wall time; ``growth`` is the cell at n = 1,000 over the cell at n = 100.
+of the process's CPU time (one thread: a shared machine's other work is not counted);
+the compile column is the wall time of one call in a fresh process.  ``growth`` is the
+cell at n = 1,000 over the cell at n = 100.
 
 Run: ``OMP_NUM_THREADS=1 PYTHONPATH=src python benchmarks/stages.py [--rounds 3]
 [--output benchmarks/results/stages.md] [--no-compile]``
@@ -36,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -85,9 +88,12 @@ def case(kind: str, size: int):
 
 
 def _timed(fn):
-    t0 = time.perf_counter()
+    """Seconds of CPU time of ``fn()`` (the stages run on one thread: time spent
+    descheduled on a shared machine is not counted; on a quiet one it equals wall
+    time) and its result."""
+    t0 = time.process_time()
     out = fn()
-    return time.perf_counter() - t0, out
+    return time.process_time() - t0, out
 
 
 def measure(kind: str, size: int) -> dict:
@@ -144,14 +150,18 @@ def compile_time(kind: str, size: int, limit: float):
     """Seconds of the first compiled call in a fresh process, or None past ``limit``."""
     code = COMPILE.format(bench=os.path.dirname(os.path.abspath(__file__)), kind=kind,
                           size=size)
+    # a session of its own: past the limit, the compiler processes it started go too
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             timeout=limit, env=dict(os.environ))
+        stdout, stderr = proc.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
         return None
-    if out.returncode != 0:
-        return f"error: {out.stderr.strip().splitlines()[-1][:80]}"
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    if proc.returncode != 0:
+        return f"error: {stderr.strip().splitlines()[-1][:80]}"
+    return json.loads(stdout.strip().splitlines()[-1])
 
 
 def _cell(v) -> str:
@@ -165,8 +175,9 @@ def _cell(v) -> str:
 def report(rows: dict, comp: dict, rounds: int, limit: float, load: str) -> str:
     cols = list(STAGES) + ["compile"]
     lines = [header("Stage costs as the problem grows (benchmarks/stages.py)"),
-             f"Median of {rounds} rounds of wall time per cell (sizes interleaved within a "
-             f"round, a fresh problem per stage); compile: one round, a fresh process, "
+             f"Median of {rounds} rounds of CPU time per cell (one thread; sizes interleaved "
+             f"within a round, a fresh problem per stage, sympy's and constropt's source-"
+             f"keyed caches emptied); compile: wall time, one round, a fresh process, "
              f"limit {limit:.0f} s ('> limit' past it).  growth: n = 1,000 over n = 100.  "
              f"{load}\n",
              "| problem | " + " | ".join(cols) + " |",
