@@ -15,15 +15,18 @@ Generated entry points (all take the variable-major population ``X`` of shape
     or ``c == 0``), shape ``(L, *batch)``.
 ``derivatives(X, P) -> (grad, jac)``
     exact gradient ``(N, *batch)`` and leaf Jacobian ``(L, N, *batch)`` (built on first
-    use).  Scalar-variable problems: derived symbolically with sympy (real dummies),
-    lowered like the values; piecewise-constant functions (``floor``, ``ceiling``,
-    ``frac``, ``sign``, ``Heaviside``, the quotient in ``Mod``) have derivative 0 away
-    from their jumps.  Problems with vector variables (or a derivative sympy leaves
-    unevaluated, a ``Min``/``Max`` of more than eight arguments, or an expression too
-    deep for sympy's ``diff``): reverse-mode autograd through the generated torch
-    ``leaves`` function on the torch backend, forward mode through the generated NumPy
-    ``leaves`` function in float64 on the ``"numpy"`` backend (:mod:`._forward`, no
-    torch import), exact to rounding like the symbolic route;
+    use). Scalar-variable problems: derived symbolically with sympy (real dummies),
+    lowered like the values, only the entries that can be nonzero (an expression by the
+    symbols it contains, a sum by its terms that contain the symbol; both arrays are
+    zeros filled from them, so the source follows the nonzeros); piecewise-constant
+    functions (``floor``, ``ceiling``, ``frac``, ``sign``, ``Heaviside``, the quotient
+    in ``Mod``) have derivative 0 away from their jumps. Problems with vector variables
+    (or a derivative sympy leaves unevaluated, a ``Min``/``Max`` of more than eight
+    arguments, or an expression too deep for sympy's ``diff``): reverse-mode autograd
+    through the generated torch ``leaves`` function on the torch backend, forward mode
+    through the generated NumPy ``leaves`` function in float64 on the ``"numpy"``
+    backend (:mod:`._forward`, no torch import), exact to rounding like the symbolic
+    route;
     :attr:`Lowering.derivative_method` says which is used.
 """
 
