@@ -56,7 +56,10 @@ def hessian_program(model):
         if all(r is not None for r in rows):
             roots = [v, *grad] + [n for r in rows for n in r]
             prog = IntervalProgram(g, roots)
-            if all(prog.is_smooth(n) for n in roots) and len(prog.order) <= heavy(model):
+            # the size first, then each distinct root once (a Hessian's entries are
+            # mostly the one node 0: checking every entry would cost n**2 traversals)
+            if len(prog.order) <= heavy(model) and all(
+                    prog.is_smooth(n) for n in dict.fromkeys(roots)):
                 out = (prog, v, tuple(grad), tuple(tuple(r) for r in rows))
     cache["h"] = out
     return out

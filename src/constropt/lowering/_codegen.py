@@ -281,12 +281,18 @@ def _wrap(stmt: str, indent: str = "    ", width: int = 92) -> list[str]:
         return [indent + stmt]
     if any(d == 0 for _, d in cuts):
         rhs, cuts = "(" + rhs + ")", [(k + 1, d + 1) for k, d in cuts]
-    lines, start, prefix = [], 0, indent + head
+    lines, start, prefix, i = [], 0, indent + head, 0
     while len(prefix) + len(rhs) - start > width:
-        later = [c for c in cuts if c[0] > start]
-        fit = [c for c in later if len(prefix) + c[0] - start <= width] or later[:1]
-        if not fit:
+        # the cuts after ``start`` that fit on the line (else the first one): a window
+        # that moves forward only, so wrapping is linear in the statement's length
+        while i < len(cuts) and cuts[i][0] <= start:
+            i += 1
+        if i == len(cuts):
             break
+        j = i + 1
+        while j < len(cuts) and len(prefix) + cuts[j][0] - start <= width:
+            j += 1
+        fit = cuts[i:j]
         depth = min(d for _, d in fit)  # break at the outermost level that fits
         cut = max(k for k, d in fit if d == depth)
         lines.append((prefix + rhs[start:cut]).rstrip())

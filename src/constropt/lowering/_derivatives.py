@@ -42,6 +42,8 @@ class _Ceiling(_Flat):
 
 def _step_form(expr):
     """``expr`` with floor/ceiling/frac/Mod written with derivative-0 step functions."""
+    if not expr.has(sp.frac, sp.Mod, sp.floor, sp.ceiling):
+        return expr  # one traversal instead of four rebuilding ones
     expr = expr.replace(sp.frac, lambda u: u - _Floor(u))
     expr = expr.replace(sp.Mod, lambda a, b: a - b * _Floor(a / b))
     expr = expr.replace(sp.floor, _Floor)
@@ -66,27 +68,91 @@ class SymbolicDerivative:
     """``d(expr, symbol)``: the derivative with every symbol of ``symbols`` taken real.
 
     Each expression is prepared (real dummies, step functions) once, however many
-    symbols it is differentiated by.
+    symbols it is differentiated by.  :meth:`nonzeros` gives the derivatives that can
+    be nonzero, each computed from the terms of a sum that contain its symbol: sympy
+    differentiates a sum term by term (``Add(*[a.diff(s) for a in args])``) and drops
+    the zeros, so the result is the same expression as the whole sum's derivative at a
+    cost that follows the terms containing the symbol, not the whole sum.
     """
 
     def __init__(self, symbols):
-        self.real = {s: sp.Dummy(str(s), real=True) for s in symbols}
+        self.symbols = tuple(symbols)
+        self.real = {s: sp.Dummy(str(s), real=True) for s in self.symbols}
         self.back = {v: k for k, v in self.real.items()}
+        self.position = {v: k for k, v in enumerate(self.real.values())}
         self._prepared: dict = {}
 
-    def __call__(self, expr, symbol):
+    def _prepare(self, expr):
         e = self._prepared.get(expr)
         if e is None:
             _check_size(expr)
             e = self._prepared[expr] = _step_form(expr.xreplace(self.real))
-        d = sp.diff(e, self.real[symbol])
-        d = d.replace(sp.DiracDelta, lambda *a: sp.S.Zero)
-        d = d.replace(_Floor, sp.floor).replace(_Ceiling, sp.ceiling)
+        return e
+
+    def _finish(self, d):
+        if d.is_Number:
+            return d
+        if d.has(sp.DiracDelta, _Floor, _Ceiling):
+            d = self._steps_back(d)
         return d.xreplace(self.back)
+
+    @staticmethod
+    def _steps_back(d):
+        d = d.replace(sp.DiracDelta, lambda *a: sp.S.Zero)
+        return d.replace(_Floor, sp.floor).replace(_Ceiling, sp.ceiling)
+
+    def __call__(self, expr, symbol):
+        return self._finish(sp.diff(self._prepare(expr), self.real[symbol]))
+
+    def nonzeros(self, expr) -> list:
+        """``[(k, d expr / d symbols[k])]`` for every symbol ``expr`` contains whose
+        derivative is not identically 0, in the order of ``symbols``."""
+        e = self._prepare(expr)
+        terms: dict = {}
+        for t in (e.args if isinstance(e, sp.Add) else (e,)):
+            for s in t.free_symbols:
+                k = self.position.get(s)
+                if k is not None:
+                    terms.setdefault(k, []).append(t)
+        out = []
+        for k in sorted(terms):
+            s = self.real[self.symbols[k]]
+            d = self._finish(sp.Add(*[_term_derivative(t, s) for t in terms[k]]))
+            if d != 0:
+                out.append((k, d))
+        return out
+
+
+def _linear_coefficient(t, s):
+    """``c`` where ``t`` is ``s`` (1) or ``c*s`` with a number ``c``, else None."""
+    if t is s:
+        return sp.S.One
+    if t.is_Mul and len(t.args) == 2 and t.args[1] is s and t.args[0].is_Number:
+        return t.args[0]
+    return None
+
+
+def _term_derivative(t, s):
+    """``sp.diff(t, s)``, without sympy's derivative machinery for the terms that
+    dominate large problems, as the same operations ``diff`` performs on them: ``s``
+    and ``c*s`` (the number ``c``), and a power with a number exponent of ``s`` or of
+    ``s`` plus a number (``(s - a)**k``: sympy's power rule ``t * (dexp * log(base) +
+    dbase * exp / base)`` with ``dexp = 0``, the vanishing logarithm not built)."""
+    c = _linear_coefficient(t, s)
+    if c is not None:
+        return c
+    if t.is_Pow and t.exp.is_Number:
+        base = t.base
+        db = _linear_coefficient(base, s)
+        if db is None and base.is_Add and len(base.args) == 2 and base.args[0].is_Number:
+            db = _linear_coefficient(base.args[1], s)
+        if db is not None:
+            return t * (db * t.exp / base)
+    return sp.diff(t, s)
 
 
 #: Runtime names that are not elementwise math (kept as they are in gradient mode).
-_STRUCTURAL = {"cast", "where", "out", "stack", "stack_rows", "minimize_key", "index", "lift",
+_STRUCTURAL = {"cast", "where", "out", "stack", "scatter", "minimize_key", "index", "lift",
                "grid", "rsum", "bsum", "isnan", "viol_le", "viol_lt", "viol_eq", "powi"}
 
 

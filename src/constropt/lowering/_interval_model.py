@@ -80,10 +80,7 @@ class IntervalModel:
                     self.lagrangian = g.node("add", self.f, *[
                         g.node("mul", lam_i, self.leaf_nodes[i])
                         for lam_i, i in zip(lam, self.lag_leaves)])
-                    self.lag_grad = tuple(
-                        g.node("add", self.grad[k], *[g.node("mul", lam_i, row[k])
-                                                      for lam_i, row in zip(lam, jac)])
-                        for k in range(nvar))
+                    self.lag_grad = _lagrangian_gradient(g, self.grad, lam, jac)
                     roots += [self.lagrangian, *self.lag_grad] + [n for r in jac for n in r]
         self.program = IntervalProgram(g, roots)
 
@@ -236,8 +233,30 @@ def graph_gradient(g: Graph, root: int, nvar: int):
             acc(args[0], mul(a_n, d))
         else:
             return None
-    return tuple(adj.get(g.node("var", k), g.const(0.0)) if ("var", k) in g._ids
-                 else g.const(0.0) for k in range(nvar))
+    # the variables' adjoints, read from the adjoints (not a look-up per variable: the
+    # gradients of all leaves would cost leaves x variables)
+    out: list = [None] * nvar
+    for m, a_m in adj.items():
+        key = g.nodes[m]
+        if key[0] == "var" and key[1] < nvar:
+            out[key[1]] = a_m
+    if any(o is None for o in out):
+        zero = g.const(0.0)
+        out = [zero if o is None else o for o in out]
+    return tuple(out)
+
+
+def _lagrangian_gradient(g: Graph, grad, lam, jac) -> tuple:
+    """Nodes of ``grad_k + sum_i lam_i * jac_i[k]`` per variable ``k``, the terms of the
+    entries that are the constant 0 left out (a product with 0 is 0): built from the
+    nonzeros, not from every (leaf, variable) pair."""
+    zero = g.const(0.0)
+    terms: list = [[] for _ in grad]
+    for lam_i, row in zip(lam, jac):
+        for k, node in enumerate(row):
+            if node != zero:
+                terms[k].append(g.node("mul", lam_i, node))
+    return tuple(g.node("add", gk, *t) if t else gk for gk, t in zip(grad, terms))
 
 
 def _fn_derivative(g: Graph, name: str, a: int, n: int):

@@ -15,15 +15,18 @@ Generated entry points (all take the variable-major population ``X`` of shape
     or ``c == 0``), shape ``(L, *batch)``.
 ``derivatives(X, P) -> (grad, jac)``
     exact gradient ``(N, *batch)`` and leaf Jacobian ``(L, N, *batch)`` (built on first
-    use).  Scalar-variable problems: derived symbolically with sympy (real dummies),
-    lowered like the values; piecewise-constant functions (``floor``, ``ceiling``,
-    ``frac``, ``sign``, ``Heaviside``, the quotient in ``Mod``) have derivative 0 away
-    from their jumps.  Problems with vector variables (or a derivative sympy leaves
-    unevaluated, a ``Min``/``Max`` of more than eight arguments, or an expression too
-    deep for sympy's ``diff``): reverse-mode autograd through the generated torch
-    ``leaves`` function on the torch backend, forward mode through the generated NumPy
-    ``leaves`` function in float64 on the ``"numpy"`` backend (:mod:`._forward`, no
-    torch import), exact to rounding like the symbolic route;
+    use). Scalar-variable problems: derived symbolically with sympy (real dummies),
+    lowered like the values, only the entries that can be nonzero (an expression by the
+    symbols it contains, a sum by its terms that contain the symbol; both arrays are
+    zeros filled from them, so the source follows the nonzeros); piecewise-constant
+    functions (``floor``, ``ceiling``, ``frac``, ``sign``, ``Heaviside``, the quotient
+    in ``Mod``) have derivative 0 away from their jumps. Problems with vector variables
+    (or a derivative sympy leaves unevaluated, a ``Min``/``Max`` of more than eight
+    arguments, or an expression too deep for sympy's ``diff``): reverse-mode autograd
+    through the generated torch ``leaves`` function on the torch backend, forward mode
+    through the generated NumPy ``leaves`` function in float64 on the ``"numpy"``
+    backend (:mod:`._forward`, no torch import), exact to rounding like the symbolic
+    route;
     :attr:`Lowering.derivative_method` says which is used.
 """
 
@@ -92,16 +95,24 @@ class Lowering:
         shown in a comment of the generated code, never used as a name there."""
         if kind == "param":
             return str(self.layout.parameters[k])
-        for b in self.layout.blocks:
-            if b.offset <= k < b.offset + b.size:
-                if not b.shape:
-                    return str(b.symbol)
-                flat, idx = k - b.offset, []
-                for dim in reversed(b.shape):
-                    idx.append(flat % dim)
-                    flat //= dim
-                return f"{b.symbol}[{', '.join(str(i) for i in reversed(idx))}]"
-        return None
+        b = self._block_of().get(k)
+        if b is None:
+            return None
+        if not b.shape:
+            return str(b.symbol)
+        flat, idx = k - b.offset, []
+        for dim in reversed(b.shape):
+            idx.append(flat % dim)
+            flat //= dim
+        return f"{b.symbol}[{', '.join(str(i) for i in reversed(idx))}]"
+
+    def _block_of(self) -> dict:
+        """Variable row -> its block (built once: a search per row is quadratic)."""
+        rows = self.__dict__.get("_rows")
+        if rows is None:
+            rows = self._rows = {k: b for b in self.layout.blocks
+                                 for k in range(b.offset, b.offset + b.size)}
+        return rows
 
     def _values_source(self) -> str:
         g = Graph(self.layout)
@@ -226,25 +237,39 @@ class Lowering:
                 "has vector variables (derivatives() uses torch autograd)")
         syms = [b.symbol for b in blocks]
         g = Graph(self.layout)
-
         derivative = SymbolicDerivative(syms)
-
-        def d(expr, s):
-            return g.lower(derivative(expr, s))
-
-        outs = [(f"g{k}", d(self.objective, s)) for k, s in enumerate(syms)]
-        jac_names = []
-        for i, lf in enumerate(self.leaves):
-            row = []
-            for k, s in enumerate(syms):
-                outs.append((f"j{i}_{k}", d(lf.expr, s)))
-                row.append(f"j{i}_{k}")
-            jac_names.append("stack([" + ", ".join(row) + "], X, dtype)")
-        grad = "stack([" + ", ".join(t for t, _ in outs[:len(syms)]) + "], X, dtype)"
-        jac = "stack_rows([" + ", ".join(jac_names) + f"], X, dtype, {len(syms)})"
+        outs: list = []
+        grad = self._scatter(g, derivative.nonzeros(self.objective), "g{}", (len(syms),),
+                             outs)
+        entries = [(i * len(syms) + k, d) for i, lf in enumerate(self.leaves)
+                   for k, d in derivative.nonzeros(lf.expr)]
+        jac = self._scatter(g, entries, "j{}", (len(self.leaves), len(syms)), outs)
         return self._emit(g, "derivatives", "X, P", outs, f"{grad}, {jac}",
                           "Exact gradient of the objective and Jacobian of the constraint "
-                          "leaves.")
+                          "leaves (nonzero entries only).")
+
+    @staticmethod
+    def _scatter(g: Graph, entries, name: str, shape: tuple, outs: list) -> str:
+        """The return expression of an array of ``shape`` filled from its nonzero
+        ``entries`` (``[(flat index, sympy expression)]``): constants in one literal,
+        the others as outputs (appended to ``outs``), every other entry 0.  Its size
+        follows the nonzeros, not the array's size."""
+        index, targets, cindex, cvalues = [], [], [], []
+        for flat, d in entries:
+            node = g.lower(d)
+            if g.is_const(node):
+                cindex.append(str(flat))
+                cvalues.append(repr(float(g.value(node))))
+            else:
+                index.append(str(flat))
+                targets.append(name.format(flat))
+                outs.append((targets[-1], node))
+
+        def tup(items):
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+        return (f"scatter({shape!r}, {tup(index)}, [{', '.join(targets)}], {tup(cindex)}, "
+                f"{tup(cvalues)}, X, dtype)")
 
     # -- functions ----------------------------------------------------------------
     def functions(self, backend: str) -> dict:

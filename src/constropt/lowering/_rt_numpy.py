@@ -141,7 +141,14 @@ def minimize_key(f):
     return np.fmin(f, inf)  # NaN -> inf in one pass
 
 
-def stack_rows(rows, X, dtype, n: int):
-    if not rows:
-        return np.zeros((0, n) + tuple(X.shape[1:]), dtype=dtype)
-    return np.stack(rows)
+def scatter(shape, index, values, cindex, cvalues, X, dtype):
+    # an array of shape + batch, zero but for its nonzero entries (flat indices): the
+    # constant ones in one assignment, the others row by row (a derivative is sparse)
+    batch = tuple(X.shape[1:])
+    res = np.zeros((math.prod(shape),) + batch, dtype=dtype)
+    if cindex:
+        res[list(cindex)] = np.asarray(cvalues, dtype=dtype).reshape(
+            (len(cindex),) + (1,) * len(batch))
+    for k, v in zip(index, values):
+        res[k] = v
+    return res.reshape(tuple(shape) + batch)

@@ -233,8 +233,14 @@ def minimize_key(f):
     return torch.where(f != f, inf, f)  # isnan, vectorized by inductor
 
 
-def stack_rows(rows, X, dtype, n: int):
-    """Stack per-leaf Jacobian rows ``(n, *batch)`` into ``(L, n, *batch)``."""
-    if not rows:
-        return torch.zeros((0, n) + tuple(X.shape[1:]), dtype=dtype, device=X.device)
-    return torch.stack(rows)
+def scatter(shape, index, values, cindex, cvalues, X, dtype):
+    """An array ``(*shape, *batch)``, zero but for its nonzero entries (flat indices
+    ``index`` with ``values``, ``cindex`` with the constants ``cvalues``)."""
+    batch = tuple(X.shape[1:])
+    res = torch.zeros((math.prod(shape),) + batch, dtype=dtype, device=X.device)
+    if cindex:
+        res[list(cindex)] = torch.tensor(cvalues, dtype=dtype, device=X.device).reshape(
+            (len(cindex),) + (1,) * len(batch))
+    for k, v in zip(index, values):
+        res[k] = v
+    return res.reshape(tuple(shape) + batch)

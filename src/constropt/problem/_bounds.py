@@ -133,16 +133,40 @@ def _linear_bound(leaf: Leaf, scalars: set):
     if len(free) != 1 or not free <= scalars or leaf.expr.atoms(sp.Indexed):
         return None
     (v,) = free
-    a = sp.diff(leaf.expr, v)
-    if not a.is_number or a == 0:
-        return None
-    b = sp.expand(leaf.expr - a * v)
-    if b.free_symbols:
-        return None
+    ab = _affine(leaf.expr, v)
+    if ab is None:
+        a = sp.diff(leaf.expr, v)
+        if not a.is_number or a == 0:
+            return None
+        b = sp.expand(leaf.expr - a * v)
+        if b.free_symbols:
+            return None
+    else:
+        a, b = ab
     val, fa = float(-b / a), float(a)
     if leaf.kind == "eq":
         return v, "eq", val, False
     return v, ("hi" if fa > 0 else "lo"), val, leaf.kind == "lt"
+
+
+def _affine(expr, v):
+    """``(a, b)`` of ``expr = a*v + b`` written so (``v``, ``c*v``, plus one number), the
+    numbers ``diff`` and ``expand`` give, without their cost (a box written as ``2 n``
+    constraints has ``2 n`` such leaves); None for any other form."""
+    terms = expr.args if expr.is_Add else (expr,)
+    if len(terms) > 2:
+        return None
+    a, b = None, sp.S.Zero
+    for t in terms:
+        if t.is_Number:
+            b = t
+        elif t is v:
+            a = sp.S.One
+        elif t.is_Mul and len(t.args) == 2 and t.args[0].is_Number and t.args[1] is v:
+            a = t.args[0]
+        else:
+            return None
+    return None if a is None or a == 0 else (a, b)
 
 
 def _contradiction(variables, constraints, lo, hi, strict_lo, strict_hi, scalars):
