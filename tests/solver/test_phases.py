@@ -177,7 +177,8 @@ def test_ctrl_c_in_the_expansion_probe(monkeypatch):
     monkeypatch.setattr(_expand, "pressed_sides", pressed)
     # no bounds given: the default box is soft and the optimum (40, 0) lies beyond it
     with pytest.warns(constropt.BoundsWarning):
-        res = constropt.solve((x - 40)**2 + y**2, [x + y <= 100], seed=0, progress=False)
+        res = constropt.solve((x - 40)**2 + y**2, [x + y <= 100], seed=0, progress=False,
+                              local_first=False)  # the search path's expansion
     assert res.status is Status.INTERRUPTED and res.success is False
     assert res.feasible and res.x_array.shape == (2,)
 
@@ -202,7 +203,7 @@ def test_a_second_ctrl_c_propagates(monkeypatch):
 
     monkeypatch.setattr(_finish, "check_point", always)
     with pytest.raises(KeyboardInterrupt):
-        constropt.solve(F, C, bounds=B, seed=0, progress=False)
+        constropt.solve(F, C, bounds=B, seed=0, progress=False, local_first=False)
 
 
 def test_ctrl_c_during_certify_returns_the_bound_so_far(monkeypatch):
