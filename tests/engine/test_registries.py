@@ -87,7 +87,7 @@ def test_a_registered_handler_runs_through_solve(registries, algorithm):
     register_handler(StaticPenalty)
     assert "test-static-penalty" in handler_names()
     StaticPenalty.calls.clear()
-    res = constropt.solve(_triangle(), seed=0, algorithm=algorithm,
+    res = constropt.solve(_triangle(), seed=0, algorithm=algorithm, local_first=False,
                           constraint_handling="test-static-penalty")
     assert StaticPenalty.calls, "the search never asked the registered handler"
     assert res.feasible
@@ -179,13 +179,16 @@ def test_a_registered_algorithm_runs_through_solve(registries):
         def pop_size(self, n: int) -> int:
             return 64
 
-    res = constropt.solve(_triangle(), seed=4, algorithm="test-wide-de")
-    same = constropt.solve(_triangle(), seed=4, algorithm="de", pop_size=64)
+    res = constropt.solve(_triangle(), seed=4, algorithm="test-wide-de",
+                          local_first=False)  # the search itself: not the convex path
+    same = constropt.solve(_triangle(), seed=4, algorithm="de", pop_size=64,
+                           local_first=False)
     assert res.feasible and res.fun == pytest.approx(0.5, abs=1e-7)
     # the same search (record defaults aside, it is DE): the same counts and point
     assert (res.nit, res.nfev) == (same.nit, same.nfev)
     np.testing.assert_allclose(res.x_array, same.x_array, rtol=0, atol=1e-12)
-    assert res.nfev != constropt.solve(_triangle(), seed=4, algorithm="de").nfev
+    assert res.nfev != constropt.solve(_triangle(), seed=4, algorithm="de",
+                                           local_first=False).nfev
 
 
 def test_solve_batch_runs_only_batched_algorithms(registries):

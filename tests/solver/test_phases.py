@@ -135,14 +135,14 @@ def test_ctrl_c_in_the_float64_check_after_the_search(monkeypatch):
     monkeypatch.setattr(_finish, "check_point", _raise_once(_finish.check_point))
     monkeypatch.setattr(scipy.optimize, "minimize",
                         lambda *a, **k: polished.append(1) or pytest.fail("polished"))
-    res = constropt.solve(F, C, bounds=B, seed=0, progress=False)
+    res = constropt.solve(F, C, bounds=B, seed=0, progress=False, local_first=False)
     _assert_interrupted_with_a_point(res)
     assert not polished  # after a Ctrl-C the polish is skipped
 
 
 def test_ctrl_c_in_the_exact_verification(monkeypatch):
     monkeypatch.setattr(_status, "certify_point", _raise_once(_status.certify_point))
-    res = constropt.solve(F, C, bounds=B, seed=0, progress=False)
+    res = constropt.solve(F, C, bounds=B, seed=0, progress=False, local_first=False)
     _assert_interrupted_with_a_point(res)
     # the polish ran before the interrupt: its point is the one returned
     assert res.fun == pytest.approx(OPT, abs=1e-7)
@@ -153,7 +153,7 @@ def test_ctrl_c_in_the_unboundedness_probe(monkeypatch):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(_status, "diverges_one", probe)
-    res = constropt.solve(F, C, bounds=B, seed=0, progress=False)
+    res = constropt.solve(F, C, bounds=B, seed=0, progress=False, local_first=False)
     _assert_interrupted_with_a_point(res)
     assert res.fun == pytest.approx(OPT, abs=1e-7)
 
@@ -163,7 +163,8 @@ def test_ctrl_c_in_the_cross_check(monkeypatch):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(_interrupt, "cross_check", cross)
-    res = constropt.solve(F, C, bounds=B, seed=0, progress=False, cross_check=True)
+    res = constropt.solve(F, C, bounds=B, seed=0, progress=False,
+                          local_first=False, cross_check=True)
     _assert_interrupted_with_a_point(res)
     assert res.cross_check is None and "cross-check" in res.message
     assert _parts(res.timings) == pytest.approx(res.timings["total"], rel=1e-9, abs=1e-9)
@@ -176,7 +177,8 @@ def test_ctrl_c_in_the_expansion_probe(monkeypatch):
     monkeypatch.setattr(_expand, "pressed_sides", pressed)
     # no bounds given: the default box is soft and the optimum (40, 0) lies beyond it
     with pytest.warns(constropt.BoundsWarning):
-        res = constropt.solve((x - 40)**2 + y**2, [x + y <= 100], seed=0, progress=False)
+        res = constropt.solve((x - 40)**2 + y**2, [x + y <= 100], seed=0, progress=False,
+                              local_first=False)  # the search path's expansion
     assert res.status is Status.INTERRUPTED and res.success is False
     assert res.feasible and res.x_array.shape == (2,)
 
@@ -201,7 +203,7 @@ def test_a_second_ctrl_c_propagates(monkeypatch):
 
     monkeypatch.setattr(_finish, "check_point", always)
     with pytest.raises(KeyboardInterrupt):
-        constropt.solve(F, C, bounds=B, seed=0, progress=False)
+        constropt.solve(F, C, bounds=B, seed=0, progress=False, local_first=False)
 
 
 def test_ctrl_c_during_certify_returns_the_bound_so_far(monkeypatch):

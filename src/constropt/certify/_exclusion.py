@@ -34,6 +34,7 @@ from ..lowering import _rt_interval as ri
 from ..lowering._interval import IntervalProgram
 from ..lowering._interval_model import graph_gradient
 from ..lowering._rt_interval import Iv
+from ._convexity import gershgorin_psd
 
 __all__ = ["exclusion_box", "hessian_program", "proven_psd", "tangent_bound"]
 
@@ -224,28 +225,8 @@ def proven_psd(prog, v, grad, rows, lo, hi, c, P) -> bool:
     interval Hessian over ``[lo, hi]`` is
     positive semidefinite: Gershgorin discs of ``D H D`` with ``D`` the radii of the box
     around ``c``, in outward rounding (``D_i^2 H_ii - sum_j |D_i D_j H_ij| >= 0``)."""
-    n = len(rows)
     vals = prog.forward(lo.reshape(-1, 1), hi.reshape(-1, 1), P,
                         only=[v, *grad] + [e for r in rows for e in r])
     if any(bool(vals[k].nan.any()) for k in (v, *grad)):
         return False  # L not twice differentiable on the whole box
-    rad = torch.maximum(c - lo, hi - c)
-    for i in range(n):
-        diag = vals[rows[i][i]]
-        if bool(diag.nan.any()):
-            return False
-        dii = float(ri.down(ri.down(rad[i] * rad[i]) * diag.lo.reshape(())))
-        if diag.lo.reshape(()) < 0:
-            return False
-        off = 0.0
-        for j in range(n):
-            if j == i:
-                continue
-            e = vals[rows[i][j]]
-            if bool(e.nan.any()):
-                return False
-            m = torch.maximum(e.lo.abs(), e.hi.abs()).reshape(())
-            off = float(ri.up(off + ri.up(ri.up(rad[i] * rad[j]) * m)))
-        if not (dii - off >= 0) or not math.isfinite(off) or dii < off:
-            return False
-    return True
+    return gershgorin_psd(vals, rows, torch.maximum(c - lo, hi - c))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import sympy as sp
@@ -23,6 +24,7 @@ from ._build import _problem_of, _seed
 from ._checkpoint import read_checkpoint
 from ._checkpoint_problem import fingerprint, problem_from_data
 from ._conclude import concluded
+from ._convexfirst import applies, check_search_options, convex_answer, local_history
 from ._expand import pressed_note, search_rounds
 from ._options import SolveOptions, stored_options
 from ._resume_check import check_resume
@@ -35,7 +37,7 @@ def solve(objective: sp.Expr | Problem, constraints: Iterable[Any] | sp.Basic = 
           variables: Sequence[sp.Basic] | None = None, bounds: BoundsLike = None,
           maximize: bool = False, device: Any = "auto", dtype: Any = None,
           seed: int | None = None, compile: bool | str = "auto", cross_check: bool = False,
-          **options: Any) -> Result:
+          local_first: bool | str = "auto", **options: Any) -> Result:
     """Solve a constrained optimization problem declared with sympy.
 
     Parameters
@@ -65,6 +67,14 @@ def solve(objective: sp.Expr | Problem, constraints: Iterable[Any] | sp.Basic = 
         Also run reference solvers and attach a :class:`CrossCheck`: ``True`` or
         ``"scipy"`` (multistart SLSQP and differential evolution), ``"scip"`` (SCIP,
         needs pyscipopt: ``pip install "constropt[scip]"``), or ``("scipy", "scip")``.
+    local_first : "auto", True or False
+        On a problem proven convex on its box (:mod:`constropt.certify._convexity`),
+        answer it by a local solve before any search (:mod:`._convexfirst`): SLSQP with
+        exact derivatives from ``x0`` or the box centre; its end is the answer when it
+        is a feasible KKT point that the exact check confirms, else the search runs.
+        ``"auto"`` and True: where no option asks for the search itself (True raises
+        :class:`OptionError` where one does: ``checkpoint``, ``callback``,
+        ``on_generation``, ``polish=False``); False: always the search.
     **options
         Keyword options of :class:`SolveOptions` (``pop_size``, ``max_generations``,
         ``max_evals``, ``time_limit``, ``target``, ``polish``, ``eq_tol``,
@@ -95,12 +105,13 @@ def solve(objective: sp.Expr | Problem, constraints: Iterable[Any] | sp.Basic = 
     settings = {"seed": seed, "device": str(dev), "dtype": dtype, "compile": compile,
                 "cross_check": cross_check, "pvec": pvec,
                 "options": stored_options(opts)}
+    applies(local_first, problem, opts)  # a bad value or local_first=True out of place
     return _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_start,
-                    {"lowering": t_lower}, settings)
+                    {"lowering": t_lower}, settings, local_first=local_first)
 
 
 def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_start, spent,
-             settings, resume=None) -> Result:
+             settings, resume=None, local_first=False) -> Result:
     """Search, polish, check and build the Result (shared by solve and resume).
 
     ``spent``: seconds already spent by part (``import``, ``lowering``), from
@@ -109,15 +120,33 @@ def _execute(problem, opts, dev, dtype, seed, compile, cross_check, pvec, t_star
     box expand while the best point presses on them (:func:`._expand.search_rounds`);
     the last round's point takes the exact check and the status rules, then the run's
     optional steps (:func:`._conclude.concluded`).  An unwritable ``checkpoint`` fails
-    before the search: the first round's :class:`Search` checks it.
+    before the search: the first round's :class:`Search` checks it.  On a problem
+    proven convex a local solve comes first (:mod:`._convexfirst`); where it fails the
+    search runs with the evaluations it spent counted.
     """
     deadline = None if opts.time_limit is None else t_start + opts.time_limit
     problem = parameter_box(problem, pvec)  # bounds that depend on parameters follow them
     watch = Stopwatch()
+    tried = 0
+    if applies(local_first, problem, opts, resume) is None:
+        check_search_options(problem, opts, dev, dtype, compile, pvec, settings)
+        att = convex_answer(problem, opts, pvec, deadline, watch)
+        if att.fin is not None:
+            timings = run_timings(watch, t_start, import_s=0.0,
+                                  lowering=spent.get("lowering", 0.0), compile_s=0.0,
+                                  search=0.0)
+            result = make_result(problem, local_history(problem, att.fin), att.fin,
+                                 seed=seed, device="cpu", timings=timings, backend="numpy")
+            result = concluded(result, problem, pvec, opts, dev, t_start, cross_check)
+            return raise_if_failed(result, opts.throw)
+        tried = att.used
+        if tried and opts.max_evals is not None:
+            opts = replace(opts, max_evals=opts.max_evals - tried)
     run = search_rounds(problem, opts, dev, dtype, seed, compile, pvec, settings=settings,
                         resume=resume, deadline=deadline, watch=watch)
     fin = judge(problem, run.inc, run.reason, run.budget, box=run.box,
                 amend=pressed_note(problem, run), watch=watch)
+    fin = fin._replace(nfev=fin.nfev + tried)
     timings = run_timings(watch, t_start, import_s=run.import_s,
                           lowering=spent.get("lowering", 0.0), compile_s=run.compile_s,
                           search=run.search_s)
