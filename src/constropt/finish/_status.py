@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
+from ..problem._domain import polynomial
 from ._budget import MAX_FINISH_GENES, Budget, Incumbent
 from ._poles import pole_status
 from ._rays import edge_suspect, ray_probe
@@ -64,6 +65,8 @@ def _unbounded(problem, inc: Incumbent, reason, budget: Budget, unbounded, where
         if unbounded is not None:
             flag = unbounded[0]
             budget.spend(unbounded[1])
+        elif bounded_in(problem, where):
+            pass  # a polynomial on a bounded box: nothing to probe
         elif problem.n <= MAX_FINISH_GENES and budget.room(probe_cost(problem)):
             flag, used = diverges_one(where, inc.x, np.reshape(inc.pvec, -1))
             budget.spend(used)
@@ -101,7 +104,25 @@ def _unbounded(problem, inc: Incumbent, reason, budget: Budget, unbounded, where
                        "the unboundedness probe of the returned point, which lies at an "
                        "open or strict side of the box (raise max_evals; search ended: "
                        f"{reason.value})")
+    if bounded_in(problem, where):
+        return status, message  # no pole: a polynomial is finite everywhere
     return pole_status(problem, where, inc, reason, budget, status, message)
+
+
+_POLYNOMIAL: dict = {}  # id(problem) -> (problem, objective is a polynomial)
+
+
+def bounded_in(problem, box) -> bool:
+    """Whether the objective is a polynomial and ``box`` bounded: then it is bounded on
+    the box and has no pole, and the probes for divergence toward a side and for poles
+    (:func:`._verdict.diverges`, :func:`._poles.pole_status`) cannot find one."""
+    if not (np.isfinite(box.lower).all() and np.isfinite(box.upper).all()):
+        return False
+    hit = _POLYNOMIAL.get(id(problem))
+    if hit is None or hit[0] is not problem:
+        _POLYNOMIAL.clear()  # one problem at a time: no growth, no stale ids
+        hit = _POLYNOMIAL[id(problem)] = (problem, polynomial(problem.objective))
+    return hit[1]
 
 
 _CONSTANT: dict = {}  # id(problem) -> (problem, objective is constant): a batch asks B times

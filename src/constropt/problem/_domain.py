@@ -8,7 +8,7 @@ import sympy as sp
 
 from ._constraints import Constraint, Leaf
 
-__all__ = ["domain_constraints"]
+__all__ = ["domain_constraints", "polynomial"]
 
 
 def domain_constraints(objective) -> list:
@@ -39,3 +39,27 @@ def domain_constraints(objective) -> list:
             seen.add(a)
             out.append(Constraint(sp.Ge(a, 0, evaluate=False), Leaf(-a, "le")))
     return out
+
+
+def polynomial(expr) -> bool:
+    """Whether ``expr`` is a polynomial in its symbols (sums, products and powers with
+    non-negative integer exponents of symbols and numbers).  A polynomial is finite and
+    continuous everywhere, so on a bounded box it is bounded: it has no pole and cannot
+    diverge toward a side.  One pass over the expression tree (sympy's
+    ``is_polynomial`` costs far more on sums of thousands of terms)."""
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, (sp.Symbol, sp.Number)):
+            if e.is_finite is False or e is sp.nan:
+                return False
+            continue
+        if isinstance(e, (sp.Add, sp.Mul)):
+            stack.extend(e.args)
+        elif isinstance(e, sp.Pow) and isinstance(e.exp, sp.Integer) and e.exp >= 0:
+            stack.append(e.base)
+        elif isinstance(e, sp.NumberSymbol):
+            continue
+        else:
+            return False
+    return True
