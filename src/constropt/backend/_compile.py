@@ -23,7 +23,7 @@ _COMPILED: dict = {}
 #: ``benchmarks/results/compact.md``); a warm cache (the same structure compiled before
 #: on this machine) costs less, so the rule errs toward not compiling.
 COMPILE_BASE_S = 20.0
-COMPILE_S_PER_BYTE = 1e-3
+COMPILE_S_PER_BYTE = 8e-3
 
 #: Eager torch seconds per call, as ``EAGER_S_PER_BYTE * len(source) +
 #: EAGER_S_PER_NUMBER * numbers``: a dispatch per generated operation and the
