@@ -159,3 +159,17 @@ def test_a_sum_of_genes_reads_storage(dtype):
     X = np.random.default_rng(1).integers(1, 25, (1000, 50)).astype(dtype)
     f, _ = p.lowering.functions("numpy")["fitness"](X, np.zeros((0, 1), np.float32), TOL)
     np.testing.assert_array_equal(f, -X.astype(np.int64).sum(0))  # integers: exact
+
+
+def test_the_public_fitness_reads_the_vectorized_code(monkeypatch):
+    """``Problem.fitness`` hoists the literals of NumPy code (the constant vector's too)
+    and runs torch eager: the same values as the unrolled code."""
+    coeffs = [k % 3 + 1 for k in range(120)]
+    p, q = _qp(120, coeffs), _unrolled(monkeypatch, lambda: _qp(120, coeffs))
+    pop = _points(120, 40).T.copy()  # rows: (S, n)
+    for kind in ("death", "penalty"):
+        want = q.fitness(kind, compile=False)(pop)
+        np.testing.assert_allclose(p.fitness(kind, compile=False)(pop), want, rtol=RTOL)
+        np.testing.assert_allclose(p.fitness(kind)(pop), want, rtol=RTOL)
+        got = p.fitness(kind, compile=False)(torch.as_tensor(pop))
+        np.testing.assert_allclose(got.numpy(), want, rtol=RTOL)
