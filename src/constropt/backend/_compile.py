@@ -32,15 +32,22 @@ COMPILE_S_PER_BYTE = 8e-3
 EAGER_S_PER_BYTE = 2e-7
 EAGER_S_PER_NUMBER = 3e-8
 
+#: A search's generation step compiles the algorithm's operators with the fitness: its
+#: compile costs this many times the fitness's alone (measured on one separable QP's
+#: step against its fitness, ``benchmarks/results/compact.md``).
+STEP_COMPILE_FACTOR = 3.0
+
 #: ``compile="auto"`` compiles only when the expected compile takes at most this share
 #: of the time a ``time_limit`` leaves: the compile cannot be interrupted, so a compile
 #: that might outlast the limit would break it.
 COMPILE_TIME_SHARE = 0.5
 
 
-def expected_compile_seconds(source_bytes: int) -> float:
-    """Expected seconds to compile generated source of ``source_bytes`` characters."""
-    return COMPILE_BASE_S + COMPILE_S_PER_BYTE * source_bytes
+def expected_compile_seconds(source_bytes: int, step: bool = False) -> float:
+    """Expected seconds to compile generated source of ``source_bytes`` characters: the
+    fitness alone, or with ``step`` a search's generation step around it."""
+    cost = COMPILE_BASE_S + COMPILE_S_PER_BYTE * source_bytes
+    return cost * STEP_COMPILE_FACTOR if step else cost
 
 
 def eager_run_seconds(source_bytes: int, work: int, calls: int) -> float:
@@ -50,11 +57,12 @@ def eager_run_seconds(source_bytes: int, work: int, calls: int) -> float:
 
 
 def compile_pays(source_bytes: int, work: int, calls: int | None,
-                 time_left: float | None) -> bool:
-    """Whether a compile can pay: its expected cost is at most what the eager run it
-    replaces would take (``calls`` evaluations of ``work`` numbers; None: unbounded) and
-    at most :data:`COMPILE_TIME_SHARE` of ``time_left`` (None: no limit)."""
-    cost = expected_compile_seconds(source_bytes)
+                 time_left: float | None, step: bool = True) -> bool:
+    """Whether a compile (of a generation step, or with ``step=False`` of the fitness
+    alone) can pay: its expected cost is at most what the eager run it replaces would
+    take (``calls`` evaluations of ``work`` numbers; None: unbounded) and at most
+    :data:`COMPILE_TIME_SHARE` of ``time_left`` (None: no limit)."""
+    cost = expected_compile_seconds(source_bytes, step)
     if time_left is not None and cost > COMPILE_TIME_SHARE * time_left:
         return False
     return calls is None or cost <= eager_run_seconds(source_bytes, work, calls)

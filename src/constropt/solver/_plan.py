@@ -110,12 +110,12 @@ def compile_choice(compile, work: int, generations: int | None = None, *,
 
 
 #: ``compile=True`` warns before a compile expected to take at least this many seconds.
-LONG_COMPILE_S = 60.0
+LONG_COMPILE_S = 180.0
 _WARNED: set = set()  # source sizes warned about in this process
 
 
 def _warn_long(source_bytes: int) -> None:
-    cost = expected_compile_seconds(source_bytes)
+    cost = expected_compile_seconds(source_bytes, step=True)
     if cost >= LONG_COMPILE_S and source_bytes not in _WARNED:
         _WARNED.add(source_bytes)
         warnings.warn(
