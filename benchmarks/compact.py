@@ -14,7 +14,8 @@ no FX graph cache, an inductor cache directory that has compiled only a 3-variab
 problem; the first call on 1,000 points minus the second; killed after
 ``--compile-timeout`` seconds).  ``--eager`` prints eager torch seconds per call;
 ``--eval`` adds NumPy evaluation time per point at ``--points`` points, vectorized and
-unrolled side by side (interleaved rounds, medians).
+unrolled side by side (interleaved rounds, medians); ``--solve T`` solves the QP with
+defaults and ``time_limit=T`` (one JSON line of timings per size).
 
 The ``unrolled`` rows of this version force every sum unrolled (``MIN_TERMS`` raised);
 run the script with ``PYTHONPATH=/work/main/src`` for the code before the change (it has
@@ -187,6 +188,23 @@ def eager_rows(case: str, sizes, mode: str, pops, rounds: int) -> list:
     return rows
 
 
+def solve_row(n: int, time_limit: float) -> dict:
+    """``constropt.solve`` of the QP with defaults and ``time_limit``: its timings."""
+    import warnings
+
+    import constropt
+
+    t0 = time.perf_counter()
+    p = build("qp", n)
+    t_build = time.perf_counter() - t0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = constropt.solve(p, seed=0, time_limit=time_limit)
+    return {"n": n, "time_limit": time_limit, "build_s": t_build, "status": str(r.status),
+            "fun": None if r.fun is None else float(r.fun), "nfev": int(r.nfev),
+            "backend": r.backend, "timings": {k: round(v, 2) for k, v in r.timings.items()}}
+
+
 def _fmt(v, unit="s"):
     if v is None:
         return "-"
@@ -208,7 +226,13 @@ def main(argv=None) -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--json", help="append every row to this JSON-lines file")
     ap.add_argument("--eager", action="store_true", help="eager torch time per call")
+    ap.add_argument("--solve", type=float, metavar="TIME_LIMIT",
+                    help="solve the QP at each size with defaults and this time_limit")
     args = ap.parse_args(argv)
+    if args.solve is not None:
+        for n in args.sizes:
+            print(json.dumps(solve_row(n, args.solve)), flush=True)
+        return
     if args.eager:
         print("| case | n | form | bytes | population | eager torch per call |")
         print("|---|---|---|---|---|---|")
