@@ -176,6 +176,8 @@ class _Emitter:
             return (f"cast({sl}, dtype)" if D == 1 else f"lift({sl}, {d}, {D}, dtype)"), _ATOM
         if op == "grid":
             return f"grid(X, {key[1]}, {key[2]}, {key[3]}, dtype)", _ATOM
+        if op in ("cvec", "gather"):
+            return _vector_leaf(key), _ATOM
         if op == "index":
             return f"index({key[1]}, {key[2]}, {key[3]}, {key[4]}, X, dtype)", _ATOM
         if op in ("sum", "prod"):
@@ -219,6 +221,14 @@ class _Emitter:
         if op in _CALLS:
             return f"{_CALLS[op]}(" + ", ".join(self.get(a) for a in key[1:]) + ")", _ATOM
         raise AssertionError(f"no emitter for node {op}")  # pragma: no cover
+
+
+def _vector_leaf(key: tuple) -> str:
+    """A constant vector or gathered rows of ``X`` on summation axis 0 (see
+    :mod:`._liketerms`)."""
+    if key[0] == "gather":
+        return f"cast(X[[{', '.join(str(r) for r in key[1])}]], dtype)"
+    return f"vconst(({', '.join(_fmt_const(v)[0] for v in key[1])},), X, dtype)"
 
 
 def emit_function(graph: Graph, name: str, args: str, outputs: list, returns: str,

@@ -276,6 +276,10 @@ def grid(X, base: int, axes, D: int, dtype):
     return Dual(X.v[idx].astype(dtype, copy=False), X.d[:, idx])
 
 
+def vconst(values, X, dtype):
+    return rt.vconst(values, _v(X), dtype)
+
+
 def out(v, X, dtype):
     val = rt.out(_v(v), _v(X), dtype)
     N = X.d.shape[0]
@@ -297,7 +301,7 @@ def _namespace() -> dict:
         ns[f.runtime_name] = _unary(f) if f.arity == 1 else _several(f)
     ns["recip"] = _recip
     for fn in (powi, powf, pow, div, where, cast, rsum, rprod, bsum, index, lift, grid,
-               out, stack):
+               vconst, out, stack):
         ns[fn.__name__] = fn
     return ns
 

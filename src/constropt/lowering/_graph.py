@@ -32,7 +32,7 @@ from . import _rt_numpy
 from ._functions import FUNCTIONS, NODE_FUNCTIONS, SYMPY_CLASSES
 
 __all__ = ["Graph", "Layout", "Block", "RULES", "OPERANDS", "SUPPORTED", "product",
-           "int_power", "balanced"]
+           "int_power", "balanced", "add_terms"]
 
 CMP = {sp.StrictLessThan: "<", sp.LessThan: "<=", sp.StrictGreaterThan: ">",
        sp.GreaterThan: ">=", sp.Equality: "==", sp.Unequality: "!="}
@@ -40,7 +40,8 @@ SUPPORTED = ("arithmetic, powers, sqrt, " + ", ".join(c.__name__ for c in SYMPY_
              + ", Piecewise, Sum and Product over vector variables, And/Or/Not/Xor of "
              "relationals")
 
-_LEAVES = ("const", "nan", "true", "false", "var", "param", "index", "slice", "grid", "bsum")
+_LEAVES = ("const", "nan", "true", "false", "var", "param", "index", "slice", "grid", "bsum",
+           "cvec", "gather")
 #: op -> positions (in the node tuple) of operands that are node ids; default: all.
 OPERANDS = {op: () for op in _LEAVES}
 OPERANDS.update({"powi": (1,), "powf": (1,), "fn": (2,), "cmp": (2, 3), "sum": (1,),
@@ -52,7 +53,7 @@ MULTI = {f.name: f for f in NODE_FUNCTIONS if f.arity != 1}
 #: ops whose result is never NaN when no operand is (overflow aside); see ``may_nan``.
 _TOTAL = {"add", "mul", "neg", "powi", "cmp", "and", "or", "not", "xor", "where", "sum",
           "prod", "const", "true", "false", "var", "param", "index", "slice", "grid",
-          "bsum"} | {op for op, f in MULTI.items() if f.total}
+          "bsum", "cvec", "gather"} | {op for op, f in MULTI.items() if f.total}
 #: ops folded by the NumPy runtime's function of that name.
 _FOLD = {"div": "div", "pow": "pow", "recip": "recip", "minkey": "minimize_key",
          **{op: f.runtime_name for op, f in MULTI.items()}}
@@ -106,6 +107,9 @@ class Graph:
         self.vector = {b.symbol: b for b in layout.blocks if b.shape != ()}
         self._params = {p: k for k, p in enumerate(layout.parameters)}
         self.ctx: list[tuple] = []  # active summation indices: (symbol, start, stop)
+        #: the fewest like terms of an ``Add`` lowered as one vector operation
+        #: (:mod:`._liketerms`); None keeps every sum unrolled
+        self.like_terms: int | None = None
 
     # -- node construction -------------------------------------------------------
     def node(self, op: str, *args, axes: frozenset | None = None) -> int:
@@ -275,8 +279,8 @@ _FOLDABLE = {"add", "mul", "neg", "powi", "powf", "fn", "cmp", "where", "and", "
              "xor"} | set(_FOLD)
 
 
-def _add(g: Graph, e) -> int:
-    terms = [g.lower(a) for a in e.args]
+def add_terms(g: Graph, terms: list) -> int:
+    """The sum of nodes ``terms``, its constants folded into one at the end."""
     consts = [t for t in terms if g.nodes[t][0] == "const"]
     rest = [t for t in terms if g.nodes[t][0] != "const"]
     if consts:
@@ -284,6 +288,10 @@ def _add(g: Graph, e) -> int:
         if c != 0 or not rest:
             rest.append(g.const(c))
     return rest[0] if len(rest) == 1 else g.node("add", *rest)
+
+
+def _add(g: Graph, e) -> int:
+    return add_terms(g, [g.lower(a) for a in e.args])
 
 
 def product(g: Graph, factors: list) -> int:

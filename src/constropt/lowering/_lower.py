@@ -35,7 +35,7 @@ from __future__ import annotations
 import threading
 
 from .._errors import UnsupportedExpressionError
-from . import _rt_numpy, _sums  # noqa: F401 - _sums registers the Sum/Indexed rules
+from . import _liketerms, _rt_numpy, _sums  # noqa: F401 - they register the Sum and Add rules
 from ._codegen import compile_source, emit_function
 from ._derivatives import SymbolicDerivative, autograd_derivatives, gradient_runtime
 from ._forward import forward_derivatives
@@ -116,6 +116,7 @@ class Lowering:
 
     def _values_source(self) -> str:
         g = Graph(self.layout)
+        g.like_terms = _liketerms.MIN_TERMS  # long sums of like terms: one vector op
         f = g.lower(self.objective)
         fmin = g.node("neg", f) if self.maximize else f
         leaf_ids = {id(lf): g.lower(lf.expr) for lf in self.leaves}

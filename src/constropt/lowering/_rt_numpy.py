@@ -104,6 +104,12 @@ def grid(X, base: int, axes, D: int, dtype):
     return X[idx].astype(dtype, copy=False)
 
 
+def vconst(values, X, dtype):
+    """Constants of like terms (:mod:`._liketerms`) on the terms' axis, shape
+    ``(len(values), 1, ...)`` beside the batch axes of ``X``."""
+    return np.asarray(values, dtype=dtype).reshape((len(values),) + (1,) * (X.ndim - 1))
+
+
 # -- constraints and outputs ------------------------------------------------------------
 def viol_le(c):
     return np.where(c <= 0, 0.0, np.where(c > 0, c, inf))

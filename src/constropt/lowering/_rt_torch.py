@@ -196,6 +196,13 @@ def grid(X, base: int, axes, D: int, dtype):
     return X[idx].to(dtype)
 
 
+def vconst(values, X, dtype):
+    """Constants of like terms (:mod:`._liketerms`) on the terms' axis, shape
+    ``(len(values), 1, ...)`` beside the batch axes of ``X``."""
+    return torch.tensor(values, dtype=dtype, device=X.device).reshape(
+        (len(values),) + (1,) * (X.dim() - 1))
+
+
 # -- constraints and outputs ------------------------------------------------------------
 def viol_le(c):
     """``max(c, 0)``, ``inf`` where ``c`` is NaN (three operations: most of a small

@@ -314,7 +314,6 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
 
     budget = Budget.plan(opts.max_evals, opts.polish, alg.evals_per_step,
                          int((~problem.integer).sum()))
-    term = _termination(problem, opts, plan, budget, resume, consensus, deadline)
     compile_s = 0.0
     if at.compile:  # warm the compiled step once, outside the search clock, under the
         t0 = time.perf_counter()  # search's autograd mode (Dynamo guards on it)
@@ -322,6 +321,8 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
             alg.advance(alg.start(new_population(B)))
         compile_s = time.perf_counter() - t0
         rng.seed(seed)
+    # after the compile: a deadline's clock has counted it, the search gets what is left
+    term = _termination(problem, opts, plan, budget, resume, consensus, deadline)
     monitor = make_monitor(problem.maximize, opts.progress, opts.callback) if B == 1 else None
     save = _saver(problem, opts, settings, rng)
     state, X0, starts = None, None, plan.starts

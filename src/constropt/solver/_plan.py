@@ -4,19 +4,22 @@ backend.  Every default here comes from the registered algorithm, never from its
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._errors import OptionError
+from ..backend._compile import compile_pays, expected_compile_seconds
 from ..backend._devices import AUTO_CUDA_WORK, choose_backend
 from ..engine._algorithms import Algorithm, algorithm_names, get_algorithm
 from ..engine._handling import Handler, make_handler
+from ..problem._fitness import CompileWarning
 from ._starts import starts_of
 
 __all__ = ["Plan", "make_plan", "has_equalities", "default_pop_size", "default_restarts",
            "independent_restarts", "compile_choice", "COMPILE_THRESHOLD", "COMPILE_RUN_WORK",
-           "BATCH_GENERATIONS"]
+           "BATCH_GENERATIONS", "LONG_COMPILE_S"]
 
 #: ``compile="auto"`` compiles the generation step when ``pop_size * n * B`` (B: the
 #: instances of a batch) reaches this: the numbers one generation handles decide
@@ -77,18 +80,64 @@ def default_pop_size(algorithm: str, n: int) -> int:
     return get_algorithm(algorithm).pop_size(n)
 
 
-def compile_choice(compile, work: int, generations: int | None = None) -> bool:
+def compile_choice(compile, work: int, generations: int | None = None, *,
+                   source_bytes: int | None = None, calls: int | None = None,
+                   time_left: float | None = None) -> bool:
     """Whether to compile: ``compile`` as given, or for ``"auto"`` when ``work`` (numbers
-    per generation) reaches :data:`COMPILE_THRESHOLD` and, where the expected run length
-    ``generations`` is given (batches), ``work * generations`` reaches
-    :data:`COMPILE_RUN_WORK`."""
+    per generation) reaches :data:`COMPILE_THRESHOLD`, where the expected run length
+    ``generations`` is given (batches) ``work * generations`` reaches
+    :data:`COMPILE_RUN_WORK`, and, where the generated source's size ``source_bytes``
+    is given, the compile can pay (:func:`~constropt.backend._compile.compile_pays`:
+    its cost, estimated from the size, within what at most ``calls`` eager generations
+    would take and within a share of ``time_left``, the seconds a time limit leaves).
+
+    ``compile=True`` compiles whatever it costs: a compile cannot be interrupted, so it
+    may outlast a ``time_limit``; a :class:`~constropt.CompileWarning` gives the
+    expected cost first where it is long (:data:`LONG_COMPILE_S`), once per process
+    and source size.
+    """
     if compile == "auto":
         if generations is not None and work * generations < COMPILE_RUN_WORK:
             return False
-        return work >= COMPILE_THRESHOLD
+        if work < COMPILE_THRESHOLD:
+            return False
+        return source_bytes is None or compile_pays(source_bytes, work, calls, time_left)
     if isinstance(compile, bool):
+        if compile and source_bytes is not None:
+            _warn_long(source_bytes)
         return compile
     raise OptionError(f"compile must be 'auto', True or False, got {compile!r}")
+
+
+#: ``compile=True`` warns before a compile expected to take at least this many seconds.
+LONG_COMPILE_S = 180.0
+_WARNED: set = set()  # source sizes warned about in this process
+
+
+def _warn_long(source_bytes: int) -> None:
+    cost = expected_compile_seconds(source_bytes, step=True)
+    if cost >= LONG_COMPILE_S and source_bytes not in _WARNED:
+        _WARNED.add(source_bytes)
+        warnings.warn(
+            f"compile=True: compiling the search's step from {source_bytes:,} bytes of "
+            f"generated code; expect about {cost:.0f} s (not interruptible: it may "
+            "outlast time_limit); compile='auto' skips a compile that cannot pay",
+            CompileWarning, stacklevel=4)
+
+
+def _compile_costs(problem, opts, S: int, run: int | None, algorithm) -> dict:
+    """What :func:`compile_choice` weighs a compile against: the generated source's
+    size, the generations the run may take at most (its cap over every restart, or a
+    batch's expected ``run``, fewer where ``max_evals`` allows fewer) and the time
+    limit."""
+    calls = run
+    if calls is None:
+        cap = opts.max_generations or algorithm.max_generations
+        calls = cap * (1 + default_restarts(problem, opts))
+    if opts.max_evals:
+        calls = min(calls, max(1, opts.max_evals // S))
+    return {"source_bytes": len(problem.source), "calls": calls,
+            "time_left": opts.time_limit}
 
 
 def _gpu_possible(device, work: int) -> bool:
@@ -140,7 +189,8 @@ def make_plan(problem, opts, device, compile, M, resume, settings) -> Plan:
     starts = starts_of(problem, opts.x0, S) if resume is None else None  # checked early
     work = S * n * B
     run = None if B == 1 else min(BATCH_GENERATIONS, opts.max_generations or BATCH_GENERATIONS)
-    use_compile = compile_choice(compile, work, run)
+    use_compile = compile_choice(compile, work, run, **_compile_costs(problem, opts, S, run,
+                                                                     algorithm))
     # a resumed run continues on its backend (checkpoints from before backends: torch)
     backend = (settings or {}).get("backend", "torch") if resume is not None else None
     # an eager batch stays on NumPy on the CPU (cheaper than eager torch at every size
