@@ -167,17 +167,16 @@ def _derivatives(ders, x, P, lam, rows, h_rel=1e-6):
     neighbours."""
     N, k = x.shape
     h = h_rel * (1.0 + np.abs(x))                                               # (N, k)
-    pts = np.repeat(x[:, :, None], 2 * N + 1, axis=2)                           # (N, k, 2N+1)
-    cols = np.arange(N)
-    pts[cols, :, 1 + cols] += h
-    pts[cols, :, 1 + N + cols] -= h
+    eye = np.eye(N)
+    steps = np.concatenate([np.zeros((N, 1)), eye, -eye], axis=1)               # (N, 2N+1)
+    pts = x[:, :, None] + h[:, :, None] * steps[:, None, :]                     # (N, k, 2N+1)
     gp, Jp = ders(pts.reshape(N, -1), np.repeat(P, 2 * N + 1, axis=1))
     gp = gp.reshape(N, k, 2 * N + 1)
     Jp = Jp.reshape(Jp.shape[0], N, k, 2 * N + 1)
     gl = gp[:, :, 1:] + np.einsum("lnkj,lk->nkj", Jp[rows][..., 1:], lam)
     H = np.transpose((gl[:, :, :N] - gl[:, :, N:]) / (2 * h.T[None]), (1, 0, 2))
     H = 0.5 * (H + np.transpose(H, (0, 2, 1)))
-    return gp[:, :, 0], Jp[..., 0], np.nan_to_num(H, nan=0.0, posinf=0.0, neginf=0.0)
+    return gp[:, :, 0], Jp[..., 0], np.where(np.isfinite(H), H, 0.0)
 
 
 def kkt_test(problem, X: np.ndarray, M: np.ndarray, tol: float = 1e-6):
