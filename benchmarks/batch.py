@@ -251,7 +251,8 @@ def ranks(B, rounds, seed):
 def shard_section(sh, B, R) -> list:
     """The report's torchrun section: wall times, and the split of each rank's time into
     its own solve, the exchange of the results and the rest, in wall and CPU seconds (on
-    a loaded machine the CPU seconds show the split that the wall times hide)."""
+    a loaded machine the CPU seconds show the split that the wall times hide: a rank
+    that waits in the collective blocks, it does not spin)."""
     one, two = sh["one"]["ranks"][0], sh["two"]["ranks"]
     diff = max(float(np.max(np.abs(np.array(one["fun"]) - np.array(t["fun"])))) for t in two)
     same = all(t["status"] == one["status"] for t in two)
@@ -287,8 +288,8 @@ def shard_section(sh, B, R) -> list:
     lines += [
         "", f"Two ranks / one process, wall: {wall2 / one['wall']:.2f}x"
         f"{' (fewer than two free cores: the ranks did not run side by side)' if busy else ''}"
-        ".  CPU seconds, which the load does "
-        f"not inflate: each rank's solve of its share took {shares} of the one process's "
+        ".  CPU seconds, which the load inflates far less than wall "
+        f"times: each rank's solve of its share took {shares} of the one process's "
         f"solve; the slower rank's whole call {cpu2:.4f} s against the one process's "
         f"{one['cpu']:.4f} s, so with a free core per rank the call would take about "
         f"{cpu2 / one['cpu']:.2f}x one process's time.  Largest difference of the "
