@@ -368,7 +368,9 @@ def main(argv=None) -> str:
     for B, m in by.items():
         tm = m["timings"]
         lines.append(f"- B = {B:,}: compile {tm['compile']:.2f} s, search {tm['search']:.3f} s,"
-                     f" polish and local solves {tm['polish']:.3f} s, total {tm['total']:.3f} s")
+                     f" polish and local solves {tm['polish']:.3f} s, exact checks, probes "
+                     f"and status rules {tm['check']:.3f} s ({tm['check'] / tm['total']:.0%}"
+                     f"), total {tm['total']:.3f} s")
     p, r = blog2_problem()
     rows = []
     for B in map(int, args.blog2_sizes.split(",")):

@@ -39,6 +39,11 @@ def test_local_first_answers_a_smooth_sweep_without_a_global_search():
     assert all(res.status is Status.CONVERGED and res.nit == 0 for res in br)
     assert all(res.message.startswith("local solve") for res in br)
     assert br.timings["search"] == 0.0
+    # the local solves count as polish, the exact checks and probes of their answers as
+    # check; with the set-up they make up the call
+    tm = br.timings
+    assert tm["polish"] > 0 and tm["check"] > 0
+    assert abs(sum(v for k, v in tm.items() if k != "total") - tm["total"]) <= 1e-6 * tm["total"]
     for res, rad in zip(br, radii):  # exact feasibility, as every mode
         assert res.verification.feasible
         assert (res.x_array[0] - 1) ** 2 + (res.x_array[1] + 1) ** 2 <= rad**2
