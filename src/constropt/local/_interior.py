@@ -70,9 +70,8 @@ def _hessian(ders, x, P, lam, rows, h_rel=1e-6):
 def interior_point(problem, X0: np.ndarray, M: np.ndarray, iters: int = IPM_ITERS):
     """A batched primal-dual interior-point method from ``X0`` (N, k), parameters ``M``
     (n_p, k): ``min f`` subject to the inequality leaves and the box, slacks ``s > 0``,
-    multipliers ``z > 0``, the barrier lowered tenfold per iteration (to ``gap ** 1.5``
-    once a start is primal feasible to within its gap: superlinear near the solution),
-    steps kept inside by the fraction-to-the-boundary rule.  Returns ``(X (N, k), converged (k,),
+    multipliers ``z > 0``, the barrier lowered tenfold per iteration, steps kept inside
+    by the fraction-to-the-boundary rule.  Returns ``(X (N, k), converged (k,),
     iterations (k,))``; points are clipped to the box."""
     vals, ders = evaluators(problem)
     N, k = X0.shape
@@ -122,8 +121,7 @@ def _ipm_loop(vals, ders, M, iters, rows, lo, hi, x, s, z, running, conv, its):
             (np.max(np.abs(rp), axis=0) <= 1e-10 * (1.0 + np.max(np.abs(G), axis=0))) & \
             (gap <= 1e-12 * scale)
         bad = ~(np.isfinite(rd).all(axis=0) & np.isfinite(rp).all(axis=0))
-        near = np.max(np.abs(rp), axis=0) <= gap
-        rc = sb * zb - np.where(near, np.minimum(0.1 * gap, gap ** 1.5), 0.1 * gap)
+        rc = sb * zb - 0.1 * gap
         sig = zb / sb
         K = H + (np.transpose(Jc, (0, 2, 1)) * sig[:mc].T[:, None, :]) @ Jc
         K[:, diag, diag] += (sig[mc:mc + N] + sig[mc + N:]).T
