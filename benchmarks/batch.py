@@ -206,9 +206,10 @@ for _ in range({rounds}):
     rows[-1]["rest"] = rows[-1]["wall"] - rows[-1]["solve"] - rows[-1]["gather"]
     rows[-1]["other_cpu"] = rows[-1]["cpu"] - rows[-1]["solve_cpu"]
 med = {{k: float(np.median([row[k] for row in rows])) for k in rows[0]}}
-print("RESULT" + json.dumps({{**med, "t": med["wall"], "rank": int(os.environ.get("RANK", "0")),
-                             "fun": br.fun.tolist(),
-                             "status": [s.status.name for s in br]}}), flush=True)
+rank = int(os.environ.get("RANK", "0"))
+with open(sys.argv[1] + f".{{rank}}", "w") as fh:  # one file per rank: no interleaving
+    json.dump({{**med, "t": med["wall"], "rank": rank, "fun": br.fun.tolist(),
+               "status": [s.status.name for s in br]}}, fh)
 """
 
 
@@ -237,11 +238,15 @@ def ranks(B, rounds, seed):
             pre = ["-m", "torch.distributed.run", "--nproc_per_node=2",
                    "--master_addr=127.0.0.1", f"--master_port={port}"]
         load = os.getloadavg()[0]
-        proc = subprocess.run([sys.executable, *pre, fh.name], env=env, text=True,
+        stem = fh.name + f".{name}"
+        proc = subprocess.run([sys.executable, *pre, fh.name, stem], env=env, text=True,
                               capture_output=True, timeout=600)
-        got = [json.loads(ln[6:]) for ln in proc.stdout.splitlines() if ln.startswith("RESULT")]
-        if proc.returncode or not got:
+        files = sorted(Path(stem).parent.glob(Path(stem).name + ".*"))
+        if proc.returncode or not files:
             raise RuntimeError(proc.stderr[-2000:])
+        got = [json.loads(f.read_text()) for f in files]
+        for f in files:
+            f.unlink()
         out[name] = {"ranks": sorted(got, key=lambda g: g["rank"]), "load": load,
                      "load_after": os.getloadavg()[0]}
     os.unlink(fh.name)
