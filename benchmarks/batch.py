@@ -174,18 +174,42 @@ sys.path.insert(0, {here!r})
 import numpy as np, torch
 torch.set_num_threads(1)
 import constropt
+import constropt.parallel._shard as shard
+from constropt.parallel._group import _Group
 from batch import disc_problem
+rec = {{}}
+
+def timed(name, fn):  # wall and CPU seconds of each call of fn, kept under name
+    def run(*args, **kwargs):
+        w, c = time.perf_counter(), time.process_time()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            rec[name] = (time.perf_counter() - w, time.process_time() - c)
+    return run
+
+shard._solve_one = timed("solve", shard._solve_one)  # this process's own instances
+_Group.all_gather_object = timed("collective", _Group.all_gather_object)
 p, r = disc_problem()
 radii = np.linspace(0.5, 5.0, {B})
 constropt.solve_batch(p, {{r: radii[:40]}}, seed={seed})  # warm-up: first calls, the group
-times = []
+rows = []
 for _ in range({rounds}):
-    t0 = time.perf_counter()
+    rec.clear()
+    w, c = time.perf_counter(), time.process_time()
     br = constropt.solve_batch(p, {{r: radii}}, seed={seed})
-    times.append(time.perf_counter() - t0)
-if int(os.environ.get("RANK", "0")) == 0:
-    print("RESULT" + json.dumps({{"t": float(np.median(times)), "fun": br.fun.tolist(),
-                                 "status": [s.status.name for s in br]}}))
+    rows.append({{"wall": time.perf_counter() - w, "cpu": time.process_time() - c,
+                 "solve": rec["solve"][0], "solve_cpu": rec["solve"][1],
+                 "gather": br.timings.get("gather", 0.0),
+                 "collective": rec.get("collective", (0.0, 0.0))[0],
+                 "collective_cpu": rec.get("collective", (0.0, 0.0))[1]}})
+    rows[-1]["rest"] = rows[-1]["wall"] - rows[-1]["solve"] - rows[-1]["gather"]
+    rows[-1]["other_cpu"] = rows[-1]["cpu"] - rows[-1]["solve_cpu"]
+med = {{k: float(np.median([row[k] for row in rows])) for k in rows[0]}}
+rank = int(os.environ.get("RANK", "0"))
+with open(sys.argv[1] + f".{{rank}}", "w") as fh:  # one file per rank: no interleaving
+    json.dump({{**med, "t": med["wall"], "rank": rank, "fun": br.fun.tolist(),
+               "status": [s.status.name for s in br]}}, fh)
 """
 
 
@@ -214,14 +238,68 @@ def ranks(B, rounds, seed):
             pre = ["-m", "torch.distributed.run", "--nproc_per_node=2",
                    "--master_addr=127.0.0.1", f"--master_port={port}"]
         load = os.getloadavg()[0]
-        proc = subprocess.run([sys.executable, *pre, fh.name], env=env, text=True,
+        stem = fh.name + f".{name}"
+        proc = subprocess.run([sys.executable, *pre, fh.name, stem], env=env, text=True,
                               capture_output=True, timeout=600)
-        line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")]
-        if proc.returncode or not line:
+        files = sorted(Path(stem).parent.glob(Path(stem).name + ".*"))
+        if proc.returncode or not files:
             raise RuntimeError(proc.stderr[-2000:])
-        out[name] = {**json.loads(line[0][6:]), "load": load}
+        got = [json.loads(f.read_text()) for f in files]
+        for f in files:
+            f.unlink()
+        out[name] = {"ranks": sorted(got, key=lambda g: g["rank"]), "load": load,
+                     "load_after": os.getloadavg()[0]}
     os.unlink(fh.name)
     return out
+
+
+def shard_section(sh, B, R) -> list:
+    """The report's torchrun section: wall times, and the split of each rank's time into
+    its own solve, the exchange of the results and the rest, in wall and CPU seconds (on
+    a loaded machine the CPU seconds show the split that the wall times hide: a rank
+    that waits in the collective blocks, it does not spin)."""
+    one, two = sh["one"]["ranks"][0], sh["two"]["ranks"]
+    diff = max(float(np.max(np.abs(np.array(one["fun"]) - np.array(t["fun"])))) for t in two)
+    same = all(t["status"] == one["status"] for t in two)
+    lines = [
+        "", f"## {B:,} disc instances: one process against two ranks under torchrun", "",
+        "Each a fresh process (two for torchrun, gloo), one thread each; medians of "
+        f"{R} calls of solve_batch after a warm-up call (import, lowering and the process "
+        "group are not timed).  Per process: the call's wall and CPU seconds; `solve`, "
+        "its solve of its own instances; `exchange`, from the end of that solve to the "
+        "end of the call (packing the Results as columns, waiting for the other rank, the "
+        "one all-gather, assembling the BatchResult), of which `all-gather` is the "
+        "collective itself (waiting included); `rest`, the call minus the two (the "
+        "parameter matrix, the shares).", "",
+        "| run | wall (s) | CPU (s) | solve: wall / CPU (s) | exchange (s) | all-gather: "
+        "wall / CPU (s) | rest (s) | CPU outside the solve (s) | load (1 min) before / "
+        "after |",
+        "|---|---|---|---|---|---|---|---|---|"]
+
+    def row(name, g, run):
+        return (f"| {name} | {g['wall']:.4f} | {g['cpu']:.4f} | {g['solve']:.4f} / "
+                f"{g['solve_cpu']:.4f} | {g['gather']:.4f} | {g['collective']:.4f} / "
+                f"{g['collective_cpu']:.4f} | {g['rest']:.4f} | {g['other_cpu']:.4f} | "
+                f"{sh[run]['load']:.2f} / {sh[run]['load_after']:.2f} |")
+
+    lines.append(row("one process", one, "one"))
+    lines += [row(f"rank {g['rank']} of two", g, "two") for g in two]
+    wall2 = max(g["wall"] for g in two)
+    cpu2 = max(g["cpu"] for g in two)  # waiting in the collective blocks: no CPU
+    shares = ", ".join(f"{g['solve_cpu'] / one['solve_cpu']:.2f}" for g in two)
+    import os
+
+    busy = sh["two"]["load"] + 2 > (os.cpu_count() or 1)  # fewer than two free cores
+    lines += [
+        "", f"Two ranks / one process, wall: {wall2 / one['wall']:.2f}x"
+        f"{' (fewer than two free cores: the ranks did not run side by side)' if busy else ''}"
+        ".  CPU seconds, which the load inflates far less than wall "
+        f"times: each rank's solve of its share took {shares} of the one process's "
+        f"solve; the slower rank's whole call {cpu2:.4f} s against the one process's "
+        f"{one['cpu']:.4f} s, so with a free core per rank the call would take about "
+        f"{cpu2 / one['cpu']:.2f}x one process's time.  Largest difference of the "
+        f"objectives {diff:.1e}; statuses equal: {same}."]
+    return lines
 
 
 def _table_row(m) -> str:
@@ -295,7 +373,9 @@ def main(argv=None) -> str:
     for B, m in by.items():
         tm = m["timings"]
         lines.append(f"- B = {B:,}: compile {tm['compile']:.2f} s, search {tm['search']:.3f} s,"
-                     f" polish and local solves {tm['polish']:.3f} s, total {tm['total']:.3f} s")
+                     f" polish and local solves {tm['polish']:.3f} s, exact checks, probes "
+                     f"and status rules {tm['check']:.3f} s ({tm['check'] / tm['total']:.0%}"
+                     f"), total {tm['total']:.3f} s")
     p, r = blog2_problem()
     rows = []
     for B in map(int, args.blog2_sizes.split(",")):
@@ -310,20 +390,7 @@ def main(argv=None) -> str:
         "|---|---|---|---|---|---|---|"]
     lines += [_table_row(m) for m in rows]
     if args.shard_instances:
-        B = args.shard_instances
-        sh = ranks(B, R, seed)
-        one, two = sh["one"], sh["two"]
-        diff = float(np.max(np.abs(np.array(one["fun"]) - np.array(two["fun"]))))
-        lines += [
-            "", f"## {B:,} disc instances: one process against two ranks under torchrun", "",
-            "Each a fresh process (two for torchrun, gloo), one thread each; median of "
-            f"{R} calls of solve_batch after a warm-up call (import, lowering and the "
-            "process group are not timed).", "",
-            "| run | solve_batch (s) | load average (1 min) before |", "|---|---|---|",
-            f"| one process | {one['t']:.4f} | {one['load']:.2f} |",
-            f"| two ranks (torchrun) | {two['t']:.4f} | {two['load']:.2f} |", "",
-            f"Two ranks / one process: {two['t'] / one['t']:.2f}x; largest difference of "
-            f"the objectives {diff:.1e}; statuses equal: {one['status'] == two['status']}."]
+        lines += shard_section(ranks(args.shard_instances, R, seed), args.shard_instances, R)
     lines += ["", f"Load average (1 min) on this {os.cpu_count()}-CPU machine: {load0:.1f} at "
                   f"the start, {os.getloadavg()[0]:.1f} at the end."]
     text = "\n".join(lines) + "\n"

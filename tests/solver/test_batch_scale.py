@@ -39,6 +39,11 @@ def test_local_first_answers_a_smooth_sweep_without_a_global_search():
     assert all(res.status is Status.CONVERGED and res.nit == 0 for res in br)
     assert all(res.message.startswith("local solve") for res in br)
     assert br.timings["search"] == 0.0
+    # the local solves count as polish, the exact checks and probes of their answers as
+    # check; with the set-up they make up the call
+    tm = br.timings
+    assert tm["polish"] > 0 and tm["check"] > 0
+    assert abs(sum(v for k, v in tm.items() if k != "total") - tm["total"]) <= 1e-6 * tm["total"]
     for res, rad in zip(br, radii):  # exact feasibility, as every mode
         assert res.verification.feasible
         assert (res.x_array[0] - 1) ** 2 + (res.x_array[1] + 1) ** 2 <= rad**2
@@ -131,7 +136,9 @@ SHARD_SCRIPT = textwrap.dedent("""
     br = constropt.solve_batch(p, {r: radii}, seed=0)
     out = {"fun": br.fun.tolist(), "status": [s.status.name for s in br],
            "params": br.parameters[r].tolist(), "rank": int(os.environ["RANK"]),
-           "solved": solved}
+           "solved": solved, "nfev": [s.nfev for s in br], "x": br.x.tolist(),
+           "messages": [s.message for s in br], "timings": dict(br.timings),
+           "same_problem": all(s.problem is p for s in br)}
     with open(sys.argv[1] + f".{out['rank']}", "w") as fh:
         json.dump(out, fh)
 """)
@@ -155,6 +162,15 @@ def test_two_gloo_ranks_give_the_one_process_answers(tmp_path):
         # on which anchors its shard has
         np.testing.assert_allclose(got["fun"], one.fun, atol=1e-8)
         assert got["status"] == [s.status.name for s in one]
+        assert got["same_problem"]  # received Results carry the caller's problem too
+        assert len(set(got["messages"])) >= 1 and all(m.startswith("local solve")
+                                                       for m in got["messages"])
+        # the split of the time: the slowest rank's own solve, and this rank's exchange
+        assert 0 < got["timings"]["shard"] <= got["timings"]["total"]
+        assert 0 < got["timings"]["gather"] <= got["timings"]["total"]
+    r0, r1 = (json.loads((tmp_path / f"out.{k}").read_text()) for k in (0, 1))
+    assert r0["x"] == r1["x"] and r0["nfev"] == r1["nfev"]  # the same results on each rank
+    assert r0["messages"] == r1["messages"]
 
 
 def test_shard_option():

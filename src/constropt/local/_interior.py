@@ -77,7 +77,6 @@ def interior_point(problem, X0: np.ndarray, M: np.ndarray, iters: int = IPM_ITER
     N, k = X0.shape
     rows = np.array(conjunctive_leaves(problem), dtype=np.int64)
     lo, hi = problem.lower[:, None], problem.upper[:, None]
-    E = np.concatenate([-np.eye(N), np.eye(N)])                                 # (2N, N)
     m = rows.size + 2 * N
     x = np.clip(np.asarray(X0, dtype=np.float64), lo, hi)
     f, C = vals(x, M)
@@ -89,63 +88,93 @@ def interior_point(problem, X0: np.ndarray, M: np.ndarray, iters: int = IPM_ITER
     conv = np.zeros(k, dtype=bool)
     its = np.zeros(k, dtype=np.int64)
     with np.errstate(all="ignore"):
-        _ipm_loop(vals, ders, M, iters, rows, lo, hi, E, x, s, z, running, conv, its)
+        _ipm_loop(vals, ders, M, iters, rows, lo, hi, x, s, z, running, conv, its)
     return x, conv, its
 
 
-def _ipm_loop(vals, ders, M, iters, rows, lo, hi, E, x, s, z, running, conv, its):
-    """The iterations of :func:`interior_point`, updating its arrays in place."""
-    N = x.shape[0]
+def _ipm_loop(vals, ders, M, iters, rows, lo, hi, x, s, z, running, conv, its):
+    """The iterations of :func:`interior_point`, updating its arrays in place.
+
+    The box rows of the constraints (``-x <= -lo``, ``x <= hi``) enter the products as
+    the signed identity they are, and the gradient and the Hessian's differences come
+    from one derivative call per iteration: a small batch's time is the number of array
+    operations, whatever the batch size."""
+    N, k = x.shape
     mc = rows.size
     eye = np.eye(N)
+    diag = np.arange(N)
     for _ in range(iters):
         b = np.flatnonzero(running)
         if b.size == 0:
             break
-        xb, Pb, sb, zb = x[:, b], M[:, b], s[:, b], z[:, b]
-        kb = b.size
+        whole = b.size == k  # every start runs: views, no copies
+        xb, Pb, sb, zb = (x, M, s, z) if whole else (x[:, b], M[:, b], s[:, b], z[:, b])
         _, C = vals(xb, Pb)
-        g, J = ders(xb, Pb)
-        G = np.concatenate([C[rows], lo - xb, x[:, b] - hi])                    # (m, kb)
-        A = np.concatenate([J[rows], np.broadcast_to(E[:, :, None], (2 * N, N, kb))])
-        A = np.transpose(A, (2, 0, 1))                                          # (kb, m, N)
-        rd = g + np.einsum("kmn,mk->nk", A, zb)
+        g, J, H = _derivatives(ders, xb, Pb, zb[:mc], rows)
+        Jc = np.transpose(J[rows], (2, 0, 1))                                   # (kb, mc, N)
+        G = np.concatenate([C[rows], lo - xb, xb - hi])                         # (m, kb)
+        rd = g + _times_t(Jc, zb, mc, N)
         rp = G + sb
         gap = np.mean(sb * zb, axis=0)
         scale = 1.0 + np.max(np.abs(g), axis=0)
         done = (np.max(np.abs(rd), axis=0) <= 1e-9 * scale) & \
             (np.max(np.abs(rp), axis=0) <= 1e-10 * (1.0 + np.max(np.abs(G), axis=0))) & \
             (gap <= 1e-12 * scale)
-        conv[b[done]] = True
-        bad = ~np.all(np.isfinite(rd), axis=0) | ~np.all(np.isfinite(rp), axis=0)
-        running[b[done | bad]] = False
-        mu = 0.1 * gap
-        rc = sb * zb - mu
-        H = _hessian(ders, xb, Pb, zb[:mc], rows)
+        bad = ~(np.isfinite(rd).all(axis=0) & np.isfinite(rp).all(axis=0))
+        rc = sb * zb - 0.1 * gap
         sig = zb / sb
-        K = H + np.einsum("kmn,mk,kmp->knp", A, sig, A)
-        sane = np.all(np.isfinite(K), axis=(1, 2))
+        K = H + (np.transpose(Jc, (0, 2, 1)) * sig[:mc].T[:, None, :]) @ Jc
+        K[:, diag, diag] += (sig[mc:mc + N] + sig[mc + N:]).T
+        sane = np.isfinite(K).all(axis=(1, 2))
         K[~sane] = eye
         wmin = np.linalg.eigvalsh(K)[:, 0]
-        K += (np.maximum(0.0, -wmin) + 1e-12 * np.maximum(1.0, np.abs(K).max(axis=(1, 2))))[
-            :, None, None] * eye
-        rhs = -(rd + np.einsum("kmn,mk->nk", A, sig * rp - rc / sb))
+        K[:, diag, diag] += (np.maximum(0.0, -wmin) +
+                             1e-12 * np.maximum(1.0, np.abs(K).max(axis=(1, 2))))[:, None]
+        rhs = -(rd + _times_t(Jc, sig * rp - rc / sb, mc, N))
         dx = np.linalg.solve(K, rhs.T[:, :, None])[..., 0].T                    # (N, kb)
-        ds = -rp - np.einsum("kmn,nk->mk", A, dx)
+        ds = -rp - np.concatenate([np.einsum("kmn,nk->mk", Jc, dx), -dx, dx])
         dz = -(rc + zb * ds) / sb
         tau = np.maximum(0.99, 1.0 - gap)
-        ap = np.min(np.where(ds < 0, -tau * sb / ds, np.inf), axis=0)
-        ad = np.min(np.where(dz < 0, -tau * zb / dz, np.inf), axis=0)
-        ap, ad = np.minimum(1.0, ap), np.minimum(1.0, ad)
-        step_ok = np.all(np.isfinite(dx), axis=0) & ~(done | bad) & sane
+        ap = np.minimum(1.0, np.min(np.where(ds < 0, -tau * sb / ds, np.inf), axis=0))
+        ad = np.minimum(1.0, np.min(np.where(dz < 0, -tau * zb / dz, np.inf), axis=0))
+        step_ok = np.isfinite(dx).all(axis=0) & ~(done | bad) & sane
         ap, ad = np.where(step_ok, ap, 0.0), np.where(step_ok, ad, 0.0)
-        x[:, b] = np.clip(xb + ap * dx, lo, hi)
-        s[:, b] = np.where(step_ok, np.maximum(sb + ap * ds, 1e-300), sb)
-        z[:, b] = np.where(step_ok, np.maximum(zb + ad * dz, 1e-300), zb)
+        xn = np.clip(xb + ap * dx, lo, hi)
+        sn = np.where(step_ok, np.maximum(sb + ap * ds, 1e-300), sb)
+        zn = np.where(step_ok, np.maximum(zb + ad * dz, 1e-300), zb)
+        if whole:
+            x[:], s[:], z[:] = xn, sn, zn
+        else:
+            x[:, b], s[:, b], z[:, b] = xn, sn, zn
+        conv[b[done]] = True
         its[b[step_ok]] += 1
-        running[b[~step_ok & ~done]] = False
+        running[b[~step_ok]] = False
         if conv.mean() >= 0.5:  # a start far slower than most is left to the others
             running &= its <= 2 * np.median(its[conv]) + 4
+
+
+def _times_t(Jc, v, mc, N):
+    """``A^T v`` (N, kb) for the stacked rows ``A = [J[rows]; -I; I]`` and ``v`` (m, kb)."""
+    return np.einsum("kmn,mk->nk", Jc, v[:mc]) - v[mc:mc + N] + v[mc + N:]
+
+
+def _derivatives(ders, x, P, lam, rows, h_rel=1e-6):
+    """``(g (N, k), J (L, N, k), H (k, N, N))`` at ``x``: the exact gradients, and the
+    Hessian of ``f + lam . C[rows]`` by central differences of its exact gradient (as
+    :func:`_hessian`), from one derivative call on the points and their ``2 N``
+    neighbours."""
+    N, k = x.shape
+    h = h_rel * (1.0 + np.abs(x))                                               # (N, k)
+    eye = np.eye(N)
+    steps = np.concatenate([np.zeros((N, 1)), eye, -eye], axis=1)               # (N, 2N+1)
+    pts = x[:, :, None] + h[:, :, None] * steps[:, None, :]                     # (N, k, 2N+1)
+    gp, Jp = ders(pts.reshape(N, -1), np.repeat(P, 2 * N + 1, axis=1))
+    gp = gp.reshape(N, k, 2 * N + 1)
+    Jp = Jp.reshape(Jp.shape[0], N, k, 2 * N + 1)
+    gl = gp[:, :, 1:] + np.einsum("lnkj,lk->nkj", Jp[rows][..., 1:], lam)
+    H = np.transpose((gl[:, :, :N] - gl[:, :, N:]) / (2 * h.T[None]), (1, 0, 2))
+    H = 0.5 * (H + np.transpose(H, (0, 2, 1)))
+    return gp[:, :, 0], Jp[..., 0], np.where(np.isfinite(H), H, 0.0)
 
 
 def kkt_test(problem, X: np.ndarray, M: np.ndarray, tol: float = 1e-6):

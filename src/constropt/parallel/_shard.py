@@ -3,14 +3,15 @@ processes and the results gathered in instance order.
 
 Each rank solves a contiguous share of the instances ordered by parameter proximity
 (so the local solves' warm starts along the sweep stay within a rank), with the same
-options and seed, by the one-process :func:`constropt.solver._batch.solve_batch`; the
-Results travel through the islands' process group (:mod:`._group`: gloo on CPU, NCCL on
-GPUs) and every rank returns the whole :class:`BatchResult`.
+options and seed, by the one-process :func:`constropt.solver._batch.solve_batch`; then
+one all-gather through the islands' process group (:mod:`._group`: gloo on CPU, NCCL on
+GPUs) sends each rank's Results as columns (:mod:`._columns`), and every rank returns
+the whole :class:`BatchResult`.  Nothing but the parameter matrix is computed for every
+instance on every rank.
 """
 
 from __future__ import annotations
 
-import copy
 import functools
 import os
 import time
@@ -22,6 +23,7 @@ from .._errors import OptionError
 from ..solver._batch import BatchResult, _param_matrix
 from ..solver._batch import solve_batch as _solve_one
 from ..solver._localfirst import order_of
+from ._columns import pack, unpack
 from ._group import _init_group, _island_device
 
 __all__ = ["solve_batch", "shards"]
@@ -43,14 +45,6 @@ def _launched() -> bool:
     except ImportError:  # pragma: no cover - torch is a dependency
         return False
     return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
-
-
-def _without_problem(res):
-    """A shallow copy of a Result without its problem (each rank has its own; the
-    receiver attaches it), made without re-running the Result's validation."""
-    out = copy.copy(res)
-    object.__setattr__(out, "problem", None)
-    return out
 
 
 _GROUPS: dict = {}  # (device, timeout) -> the _Group batches reuse (a new one: a rendezvous)
@@ -83,29 +77,45 @@ def solve_batch(problem, parameters, *, shard: Any = "auto", timeout: float = 18
     M, _ = _param_matrix(problem, parameters)  # bad input is named on every rank
     grp = _group(_island_device(kwargs.get("device", "auto")), float(timeout))
     part = shards(M, grp.world)[grp.rank]
-    mine = None
+    own = mine = None
+    t_solved = time.perf_counter()
     try:
         if part.size:
             syms = list(problem.layout.parameters)
-            mine = _solve_one(problem, {s: M[k, part] for k, s in enumerate(syms)}, **kwargs)
-            mine = (part, [_without_problem(r) for r in mine.results], mine.timings)
+            own = _solve_one(problem, {s: M[k, part] for k, s in enumerate(syms)}, **kwargs)
+            t_solved = time.perf_counter()
+            mine = (part, pack(own.results), dict(own.timings))
     except BaseException:
         _drop_group()  # the peers then fail at once instead of waiting for the timeout
         raise
     got = grp.all_gather_object("gathering the batch's results", mine)
+    return _assemble(problem, M, got, grp.rank, own, t_start, t_solved)
+
+
+def _assemble(problem, M, got, rank, own, t_start, t_solved) -> BatchResult:
+    """The whole BatchResult from every rank's ``(instances, packed Results, timings)``
+    (None for a rank without instances): this rank's own Results, the others' rebuilt;
+    every one with the caller's ``problem``.  ``timings``: each part the slowest
+    rank's (the ranks run side by side), ``shard`` the slowest rank's own solve,
+    ``gather`` this rank's time from the end of its solve (packing, waiting for the
+    others, the all-gather, this assembly), ``total`` this rank's wall time."""
     results: list = [None] * M.shape[1]
     parts: dict = {}
-    for item in got:
+    slowest = 0.0
+    for r, item in enumerate(got):
         if item is None:
             continue
-        idx, res, tim = item
-        for b, r in zip(idx, res):
-            if r.problem is None:  # received (this rank's own are copies too)
-                object.__setattr__(r, "problem", problem)
-            results[int(b)] = r
-        for k, v in tim.items():  # the slowest rank's part: the ranks run side by side
+        idx, cols, tim = item
+        res = own.results if r == rank else unpack(cols, problem=problem)
+        for b, res_b in zip(idx, res):
+            if res_b.problem is not problem:  # this rank's own: solved on its share's box
+                object.__setattr__(res_b, "problem", problem)
+            results[int(b)] = res_b
+        for k, v in tim.items():
             parts[k] = max(parts.get(k, 0.0), v)
-    parts["total"] = time.perf_counter() - t_start
+        slowest = max(slowest, tim["total"])
+    end = time.perf_counter()
+    parts.update(shard=slowest, gather=end - t_solved, total=end - t_start)
     pdict = {s: M[k].copy() for k, s in enumerate(problem.layout.parameters)}
     return BatchResult(
         results=tuple(results), x=np.stack([r.x_array for r in results]),
@@ -117,6 +127,9 @@ def solve_batch(problem, parameters, *, shard: Any = "auto", timeout: float = 18
 solve_batch.__doc__ = (_solve_one.__doc__ or "") + """
     Under ``torchrun`` (several ranks), every rank makes the same call: the instances
     are split among the ranks (``shard="auto"``; False solves every instance on every
-    rank) and every rank returns the whole BatchResult, in instance order.  ``timeout``
-    (seconds) bounds the wait for the other ranks.
+    rank); every rank returns the whole BatchResult, in instance order, with two more
+    timings: ``shard`` (the slowest rank's own solve of its share) and ``gather`` (this
+    rank's packing, its wait for the others, the one all-gather of the results and their
+    assembly).
+    ``timeout`` (seconds) bounds the wait for the other ranks.
 """

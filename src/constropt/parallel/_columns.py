@@ -1,0 +1,108 @@
+"""A rank's Results as columns: what a sharded ``solve_batch`` sends to the other ranks.
+
+The Results of one batch differ in a few numbers each and share the rest (variables,
+seed, device, most messages and verdicts), so :func:`pack` turns them into one column per
+field: a value every Result shares is sent once, numbers as one array, strings as the
+distinct ones and an index per Result, arrays of one shape stacked, 1-D arrays of
+several lengths concatenated with their lengths, dataclasses (history, verification) and
+mappings with the same keys (``x``, ``timings``) as columns of their own fields,
+anything else as a list.  Pickled, that is a few arrays instead of ``B`` object graphs;
+:func:`unpack` rebuilds the Results (the receiver's own problem attached), equal to the
+sender's field by field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Mapping
+
+import numpy as np
+
+__all__ = ["pack", "unpack"]
+
+_SIMPLE = (str, int, float, bool, type(None), enum.Enum)
+
+
+def pack(results, skip=("problem",)) -> dict:
+    """``{"type": the Result class, "n": count, "cols": {field: column}}`` of
+    ``results`` (dataclass instances of one type), the fields in ``skip`` left out."""
+    cls = type(results[0])
+    names = [f.name for f in dataclasses.fields(cls) if f.init and f.name not in skip]
+    return {"type": cls, "n": len(results),
+            "cols": {k: _column([getattr(r, k) for r in results]) for k in names}}
+
+
+def unpack(packed, **extra) -> list:
+    """The Results of :func:`pack`'s ``packed``, with the fields ``extra`` (the skipped
+    ones) set on every one."""
+    n, cols = packed["n"], packed["cols"]
+    values = {k: _values(c, n) for k, c in cols.items()}
+    return [packed["type"](**{k: v[i] for k, v in values.items()}, **extra)
+            for i in range(n)]
+
+
+def _simple(v) -> bool:
+    return isinstance(v, _SIMPLE) or (type(v) is tuple and all(isinstance(e, _SIMPLE)
+                                                               for e in v))
+
+
+def _same(vals) -> bool:
+    """Whether every value is the first one (plain values only: an array's ``==`` is
+    not a bool, and an object may define ``==`` loosely)."""
+    v0 = vals[0]
+    return _simple(v0) and all(type(v) is type(v0) and v == v0 for v in vals)
+
+
+def _column(vals):
+    """One field's values as ``(kind, payload...)``."""
+    v0 = vals[0]
+    if all(v is v0 for v in vals) or _same(vals):  # one object (variables), or equal
+        return ("same", v0)
+    if all(type(v) is type(v0) for v in vals):
+        if isinstance(v0, (bool, int, float)) and not isinstance(v0, enum.Enum):
+            return ("numbers", type(v0), np.array(vals))
+        if isinstance(v0, str) and not isinstance(v0, enum.Enum):
+            uniq, idx = np.unique(np.array(vals, dtype=object), return_inverse=True)
+            return ("strings", list(uniq), idx.astype(np.int32))
+        if isinstance(v0, np.ndarray):
+            return _arrays(vals)
+        if dataclasses.is_dataclass(v0) and not isinstance(v0, type):
+            return ("fields", type(v0), {f.name: _column([getattr(v, f.name) for v in vals])
+                                         for f in dataclasses.fields(v0) if f.init})
+        if isinstance(v0, Mapping):
+            keys = tuple(v0)
+            if all(tuple(v) == keys for v in vals):
+                return ("mapping", keys, [_column([v[k] for v in vals]) for k in keys])
+    return ("list", list(vals))
+
+
+def _arrays(vals):
+    v0 = vals[0]
+    if all(v.shape == v0.shape and v.dtype == v0.dtype for v in vals):
+        return ("stack", np.stack(vals))
+    if all(v.ndim == 1 and v.dtype == v0.dtype for v in vals):
+        return ("ragged", np.concatenate(vals), np.array([v.size for v in vals]))
+    return ("list", list(vals))
+
+
+def _values(col, n) -> list:
+    """The ``n`` values of one column."""
+    kind = col[0]
+    if kind == "same":
+        return [col[1]] * n
+    if kind == "numbers":
+        return [col[1](v) for v in col[2].tolist()]
+    if kind == "strings":
+        return [col[1][i] for i in col[2].tolist()]
+    if kind == "stack":
+        return list(col[1])
+    if kind == "ragged":
+        return np.split(col[1], np.cumsum(col[2])[:-1])
+    if kind == "fields":
+        vals = {k: _values(c, n) for k, c in col[2].items()}
+        return [col[1](**{k: v[i] for k, v in vals.items()}) for i in range(n)]
+    if kind == "mapping":
+        vals = [_values(c, n) for c in col[2]]
+        return [dict(zip(col[1], (v[i] for v in vals))) for i in range(n)]
+    return col[1]

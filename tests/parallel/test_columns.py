@@ -1,0 +1,60 @@
+"""A rank's Results as columns (``parallel/_columns.py``): what a sharded batch sends."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import sympy as sp
+
+import constropt
+from constropt.parallel._columns import pack, unpack
+
+
+def _fields_equal(a, b) -> None:
+    assert type(a) is type(b)
+    for name in ("x_array", "violations"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    for name in ("fun", "feasible", "maxcv", "success", "message", "nit", "nfev", "seed",
+                 "device", "backend", "verification", "variables", "lower_bound"):
+        assert getattr(a, name) == getattr(b, name), name
+    assert a.status is b.status
+    assert dict(a.x) == dict(b.x) and dict(a.timings) == dict(b.timings)
+    for name in ("nfev", "fun", "cv"):
+        np.testing.assert_array_equal(getattr(a.history, name), getattr(b.history, name))
+
+
+def test_results_come_back_equal_field_by_field_and_compact():
+    x, y, r = sp.symbols("x y r")
+    p = constropt.Problem(x + 2 * y, [(x - 1)**2 + (y + 1)**2 <= r**2],
+                          bounds={x: (-10, 10), y: (-10, 10)}, parameters={r: 1.0})
+    # a local-first batch and a searched one (histories of several lengths, statuses)
+    for kw in ({}, {"local_first": False, "max_generations": 30}):
+        br = constropt.solve_batch(p, {r: np.linspace(0.5, 5.0, 40)}, seed=0, **kw)
+        wire = pickle.dumps(pack(br.results))
+        back = unpack(pickle.loads(wire), problem=p)
+        assert len(back) == len(br)
+        for a, b in zip(back, br.results):
+            _fields_equal(a, b)
+            assert a.problem is p
+    cols = pack(br.results)["cols"]
+    assert cols["x_array"][0] == "stack" and cols["x_array"][1].shape == (40, 2)
+    assert cols["variables"][0] == "same" and cols["seed"] == ("same", 0)
+
+
+def test_mixed_values_fall_back_to_lists():
+    from constropt.parallel._columns import _column, _values
+
+    vals = [1, 2.5, "a", None]          # no common type: a list, as given
+    assert _column(vals)[0] == "list" and _values(_column(vals), 4) == vals
+    arrs = [np.zeros((2, 2)), np.ones(3)]  # neither one shape nor 1-D
+    assert _column(arrs)[0] == "list"
+    ragged = [np.arange(3.0), np.arange(1.0)]
+    col = _column(ragged)
+    assert col[0] == "ragged"
+    got = _values(col, 2)
+    np.testing.assert_array_equal(got[0], ragged[0])
+    np.testing.assert_array_equal(got[1], ragged[1])
+    nums = [True, False, True]
+    back = _values(_column(nums), 3)
+    assert back == nums and all(type(v) is bool for v in back)
