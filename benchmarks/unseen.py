@@ -10,7 +10,8 @@ scipy-de
     (500,000 evaluations, its ``NonlinearConstraint``, ``polish=True``).
 ipopt20
     20 IPOPT starts through casadi, uniform in the box (``numpy`` generator seeded with
-    the run's seed), exact equalities; the best feasible end point.
+    the run's seed), exact equalities, inequalities 1e-8 inside (constropt's check allows
+    no violation of ``g <= 0``), bounds not relaxed; the best feasible end point.
 scip
     SCIP (pyscipopt) on the model of ``Problem.to_scip``, 60 s limit.
 

@@ -105,3 +105,20 @@ def test_runs_prefer_the_labels_own_file_and_verification_flags():
     rows = _unseen_report.verification_rows(data, ["a"], {"a": (2, 1, 1.0)})
     assert "ipopt20" in rows[2] and "scip" not in rows[2].split("|")[3]
     assert "below f*" in rows[2]
+
+
+def test_docs_quote_the_report():
+    # docs/benchmarks.md's unseen-problem tables are rows of benchmarks/results/unseen.md
+    root = os.path.join(BENCH, "..")
+    with open(os.path.join(root, "docs", "benchmarks.md")) as fh:
+        docs = fh.read()
+    with open(os.path.join(BENCH, "results", "unseen.md")) as fh:
+        report = fh.read().splitlines()
+    start = docs.index("### Unseen published problems")
+    end = docs.index("\n## ", start)
+    rows = [line for line in docs[start:end].splitlines()
+            if line.startswith("| ") and not line.startswith("| solver |")
+            and not line.startswith("| constropt |")]
+    assert len(rows) >= 4
+    for row in rows:
+        assert row in report, row
