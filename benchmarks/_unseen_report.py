@@ -190,8 +190,8 @@ def verification_rows(data, names, meta):
                 low = r["fun"] if low is None else min(low, r["fun"])
         note = ""
         if low is not None and low < f_star - tol:
-            eqs = any(type(c).__name__ == "Equality"
-                      for c in unseen_problems.get(p).constraints)
+            eqs = p in unseen_problems.names() and any(
+                type(c).__name__ == "Equality" for c in unseen_problems.get(p).constraints)
             note = "a feasible point below f* (by %.2g)" % (f_star - low)
             note += ": inside the 1e-6 equality band" if eqs else ""
         if not who:
