@@ -1,0 +1,170 @@
+"""constropt against scipy DE, a 20-start IPOPT and SCIP on problems it was not tuned on.
+
+The problems: ``benchmarks/unseen_problems.py`` (published problems of families the
+collection does not contain, issue 28).  Solvers (``benchmarks/_unseen_solvers.py``):
+
+constropt
+    ``constropt.solve(problem, seed=k, time_limit=T)``, defaults otherwise.
+scipy-de
+    ``scipy.optimize.differential_evolution`` exactly as ``benchmarks/suite.py`` runs it
+    (500,000 evaluations, its ``NonlinearConstraint``, ``polish=True``).
+ipopt20
+    20 IPOPT starts through casadi, uniform in the box (``numpy`` generator seeded with
+    the run's seed), exact equalities, inequalities 1e-8 inside (constropt's check allows
+    no violation of ``g <= 0``), bounds not relaxed; the best feasible end point.
+scip
+    SCIP (pyscipopt) on the model of ``Problem.to_scip``, 60 s limit.
+
+Every run's final point is judged by constropt's float64 check at the problem's eq_tol
+(1e-6); success: feasible and ``f - f* <= 1e-6 max(1, |f*|)``.  A run's time includes
+the construction of the problem (constropt, scipy-de, scip) or of the casadi model
+(ipopt20).  Each run is a forked child process, stopped after ``1.5 T + 30`` seconds (a
+stopped run is a failure with that time).
+
+Usage (from the repository root; one thread, one job on a loaded machine)::
+
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH=src python benchmarks/unseen.py \
+        --label before --solvers constropt --seeds 0-4 --jobs 1
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH=src python benchmarks/unseen.py \
+        --label before --solvers ipopt20,scip,scipy-de --seeds 0 --jobs 1
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH=src python benchmarks/unseen.py \
+        --label after --solvers constropt --seeds 0-4 --jobs 1 --report
+
+Runs are appended to ``benchmarks/raw/unseen_<label>.jsonl`` (git-ignored); a run already
+there is not repeated.  ``--report`` (alone, or after the runs) writes
+``benchmarks/results/unseen.md`` from every raw file: constropt per label (``before``,
+``after``), the references from whichever file holds them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import _unseen_report  # noqa: E402
+import unseen_problems  # noqa: E402
+from _unseen_solvers import SOLVERS, run_one  # noqa: E402
+from suite import parse_seeds  # noqa: E402
+
+RAW = os.path.join(HERE, "raw")
+REPORT = os.path.join(HERE, "results", "unseen.md")
+
+
+def raw_path(label: str) -> str:
+    return os.path.join(RAW, f"unseen_{label}.jsonl")
+
+
+def done_runs(path: str) -> set:
+    if not os.path.exists(path):
+        return set()
+    with open(path) as fh:
+        recs = [json.loads(line) for line in fh if line.strip()]
+    return {(r["solver"], r["problem"], r["seed"]) for r in recs}
+
+
+def _child(conn, task, time_limit):
+    conn.send(run_one(*task, time_limit))
+    conn.close()
+
+
+def _stopped(task, seconds):
+    name, solver, seed = task
+    bench = unseen_problems.get(name)
+    return dict(problem=name, solver=solver, seed=seed, n=len(bench.variables),
+                m=len(bench.constraints), f_star=bench.f_star, x=None, fun=None,
+                feasible=False, maxcv=None, seconds=seconds, nfev=None, status="STOPPED",
+                error=f"stopped after {seconds:.0f} s", ok=False)
+
+
+def run_tasks(tasks, jobs, time_limit, path):
+    """Run `tasks` in forked children, `jobs` at a time, appending each record."""
+    ctx = multiprocessing.get_context("fork")
+    hard = 1.5 * time_limit + 30.0
+    pending, running = list(tasks), []
+    total, finished = len(tasks), 0
+    with open(path, "a") as out:
+        while pending or running:
+            while pending and len(running) < jobs:
+                task = pending.pop(0)
+                parent, child = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_child, args=(child, task, time_limit))
+                proc.start()
+                child.close()
+                running.append((proc, parent, task, time.perf_counter()))
+            time.sleep(0.05)
+            for item in list(running):
+                proc, conn, task, t0 = item
+                rec = None
+                if conn.poll():
+                    try:
+                        rec = conn.recv()
+                    except EOFError:
+                        rec = _stopped(task, time.perf_counter() - t0)
+                        rec.update(status="ERROR", error="the run's process died")
+                elif not proc.is_alive():
+                    rec = _stopped(task, time.perf_counter() - t0)
+                    rec.update(status="ERROR", error=f"exit code {proc.exitcode}")
+                elif time.perf_counter() - t0 > hard:
+                    proc.kill()
+                    rec = _stopped(task, time.perf_counter() - t0)
+                if rec is None:
+                    continue
+                proc.join()
+                running.remove(item)
+                finished += 1
+                out.write(json.dumps(rec) + "\n")
+                out.flush()
+                secs = rec["seconds"] if rec["seconds"] is not None else float("nan")
+                print(f"[{finished}/{total}] {rec['solver']:10s} {rec['problem']:24s} "
+                      f"seed {rec['seed']}: {'ok ' if rec['ok'] else 'NO '} "
+                      f"f={rec['fun']} {secs:.2f}s {rec['status']}", flush=True)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--label", default="before")
+    ap.add_argument("--solvers", default=None,
+                    help=f"comma-separated, of {', '.join(SOLVERS)} (default constropt)")
+    ap.add_argument("--seeds", default="0-4", help="constropt's seeds")
+    ap.add_argument("--ref-seeds", default="0", help="the other solvers' seeds")
+    ap.add_argument("--problems", default="", help="comma-separated names (default: all)")
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--time-limit", type=float, default=120.0,
+                    help="constropt's time_limit; every run is stopped after 1.5x + 30 s")
+    ap.add_argument("--report", action="store_true",
+                    help="write benchmarks/results/unseen.md (alone: without running)")
+    args = ap.parse_args(argv)
+    report_only = args.report and args.solvers is None
+    solvers = [s for s in (args.solvers or "constropt").split(",") if s]
+    unknown = [s for s in solvers if s not in SOLVERS]
+    if unknown:
+        raise SystemExit(f"unknown solver(s) {unknown}; known: {', '.join(SOLVERS)}")
+    names = [p for p in args.problems.split(",") if p] or list(unseen_problems.names())
+    for p in names:
+        unseen_problems.get(p)  # an unknown name fails here, before any run
+    unseen_problems.get.cache_clear()  # the children build their own records
+    if not report_only:
+        os.makedirs(RAW, exist_ok=True)
+        path = raw_path(args.label)
+        done = done_runs(path)
+        # problem by problem, the solvers side by side (similar load for a ratio)
+        seeds = {s: parse_seeds(args.seeds if s == "constropt" else args.ref_seeds)
+                 for s in solvers}
+        tasks = [(p, s, k) for p in names for s in solvers for k in seeds[s]
+                 if (s, p, k) not in done]
+        print(f"{len(tasks)} runs to do ({len(done)} already in {path})", flush=True)
+        run_tasks(tasks, args.jobs, args.time_limit, path)
+    if args.report:
+        _unseen_report.write(RAW, REPORT, args.time_limit)
+        print(f"wrote {REPORT}")
+
+
+if __name__ == "__main__":
+    main()
