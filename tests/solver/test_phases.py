@@ -153,6 +153,8 @@ def test_ctrl_c_in_the_unboundedness_probe(monkeypatch):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(_status, "diverges_one", probe)
+    # F is a polynomial on a bounded box, which skips the probe: have it probed anyway
+    monkeypatch.setattr(_status, "bounded_in", lambda problem, box: False)
     res = constropt.solve(F, C, bounds=B, seed=0, progress=False, local_first=False)
     _assert_interrupted_with_a_point(res)
     assert res.fun == pytest.approx(OPT, abs=1e-7)
