@@ -24,11 +24,17 @@ from ..problem._fbbt import problem_model
 from ._bounds import _light, bound_boxes
 from ._convex import convex_bound
 from ._exclusion import exclusion_box, second_order_bound
+from ._lp import LPBounder, available
 from ._nodes import contract_nodes
 
 __all__ = ["branch_and_bound", "relative_gap", "multipliers"]
 
 _LOG = logging.getLogger("constropt")
+#: LP bounds per step at first, at most, and the share of the other parts' time the LPs
+#: may take (the number per step adapts to it).
+LP_START, LP_MAX, LP_SHARE = 4, 256, 1.0
+#: Rounds of optimization-based bound tightening at the root.
+OBBT_ROUNDS = 8
 
 
 def relative_gap(U: float, L: float) -> float:
@@ -107,13 +113,54 @@ def _setup(problem, pvec, U, x, gap, device, dtype, batch, second_order, progres
                   problem.eq_tol, eps_abs, xt, excl, lo, hi, (hi - lo)[:, 0].clamp(min=1e-300))
 
 
+def _root_obbt(s: _Setup, bounder, rounds: int = OBBT_ROUNDS) -> bool:
+    """Optimization-based bound tightening of the search box (in place on ``s.lo``,
+    ``s.hi``), each round after forward-backward propagation, while a round shrinks
+    some side by more than 1e-3 of its width; False when the LP proves that no point of
+    the box is feasible with an objective at most the incumbent."""
+    for _ in range(rounds):
+        lo, hi, empty, domains = contract_nodes(s.model.program, s.lo.double(),
+                                                s.hi.double(), s.P, s.targets, s.integer)
+        if bool(empty.any()):
+            return True  # left to the branch-and-bound's own proof
+        got = bounder.tighten(*bounder.ranges(lo, hi, s.P, domains), lo.shape[0])
+        if got is None:
+            return False
+        tl = torch.as_tensor(got[0], dtype=torch.float64).reshape(-1, 1)
+        th = torch.as_tensor(got[1], dtype=torch.float64).reshape(-1, 1)
+        nlo = torch.where(torch.isnan(tl), lo, torch.maximum(lo, tl))
+        nhi = torch.where(torch.isnan(th), hi, torch.minimum(hi, th))
+        if bool((nlo > nhi).any()):
+            return False
+        w = (s.hi.double() - s.lo.double()).clamp(min=1e-300)
+        moved = float((((nlo - s.lo.double()) + (s.hi.double() - nhi)) / w).max())
+        # a float32 run keeps float32 sides: round outward
+        s.lo = _outward(nlo, s.dtype, down=True).to(s.dev)
+        s.hi = _outward(nhi, s.dtype, down=False).to(s.dev)
+        if moved < 1e-3:
+            break
+    return True
+
+
+def _outward(v, dtype, down: bool):
+    t = v.to(dtype)
+    if dtype == torch.float64:
+        return t
+    back = t.double()
+    bad = back > v if down else back < v
+    step = torch.full_like(t, -math.inf if down else math.inf)
+    return torch.where(bad, torch.nextafter(t, step), t)
+
+
 class _Pruner:
     """Contract, bound, prune (steps 3 and 4 of :mod:`._bnb`); ``floor`` is the smallest
     bound of the boxes that left without a proof of infeasibility."""
 
-    def __init__(self, s: _Setup, U: float, spent: dict):
+    def __init__(self, s: _Setup, U: float, spent: dict, lp=None):
         self.s, self.U, self.spent = s, U, spent
         self.floor = torch.tensor(math.inf, dtype=torch.float64, device=s.dev)
+        self.lp = lp  # an LPBounder, or None: interval bounds only
+        self.m_lp = LP_START
 
     def __call__(self, lo, hi):
         """The surviving boxes of ``[lo, hi]`` and their bounds and scores."""
@@ -135,6 +182,10 @@ class _Pruner:
             inside = ((lo.double() >= e_lo) & (hi.double() <= e_hi)).all(0)
             lower = torch.where(inside, torch.clamp(lower, min=e_bound), lower)
         empty = empty | bad
+        if self.lp is not None:
+            self.spent["bound"] += time.perf_counter() - t_b
+            lower = self._lp_bounds(lo, hi, lower, empty, domains)
+            t_b = time.perf_counter()
         dead = empty | (lower > U - s.eps_abs) | torch.isnan(lower)
         near = ~empty & (lower > U - s.eps_abs) & (lower <= U)
         self.floor = torch.minimum(self.floor, torch.where(near, lower, math.inf).min())
@@ -148,6 +199,32 @@ class _Pruner:
         self.spent["bound"] += time.perf_counter() - t_b
         return out
 
+    def _lp_bounds(self, lo, hi, lower, empty, domains):
+        """``lower`` raised by the safe LP bounds of the ``m_lp`` open boxes with the
+        smallest bounds (the ones that hold the proven bound down); ``m_lp`` doubles
+        while the LPs take less time than the rest of the branch-and-bound, halves when
+        they take more."""
+        open_ = ~empty & (lower <= self.U - self.s.eps_abs) & ~torch.isnan(lower)
+        k = min(self.m_lp, int(open_.sum()))
+        if k == 0:
+            return lower
+        t0 = time.perf_counter()
+        idx = torch.topk(-torch.where(open_, lower, math.inf), k).indices
+        sub = {n: (d[0][idx], d[1][idx]) for n, d in domains.items()
+               if d[0].dim() == 1 and d[0].shape[0] == lower.shape[0]}
+        lb = self.lp.box_bounds(lo[:, idx].double(), hi[:, idx].double(), self.s.P, sub)
+        lb = torch.as_tensor(lb, dtype=torch.float64, device=lower.device)
+        lower = lower.clone()
+        _LOG.debug("certify: %d LPs raise %d bounds (median %.3g)", k,
+                   int((lb > lower[idx]).sum()), float((lb - lower[idx]).median()))
+        lower[idx] = torch.maximum(lower[idx], lb)
+        t_lp = time.perf_counter() - t0
+        self.spent["lp"] = self.spent.get("lp", 0.0) + t_lp
+        rest = sum(v for key, v in self.spent.items() if key != "lp")
+        self.m_lp = min(LP_MAX, 2 * self.m_lp) if self.spent["lp"] < LP_SHARE * rest \
+            else max(1, self.m_lp // 2)
+        return lower
+
     def fold(self, lo, hi, lb, score, max_boxes: int):
         """The last resort of a full buffer: its worst boxes leave, their bound folded
         into ``floor``."""
@@ -160,15 +237,31 @@ class _Pruner:
 
 
 def branch_and_bound(problem, pvec, U, x, gap, time_limit, device, dtype, batch, max_boxes,
-                     target_time, t0, spent, progress, second_order: bool = True) -> bool:
+                     target_time, t0, spent, progress, second_order: bool = True,
+                     lp: bool = False) -> bool:
     """The branch-and-bound of :func:`._bnb.certify` (``U``: the incumbent in
     minimization sense).  ``spent`` gathers the seconds per part and ``progress`` the
     last proven bound ``L`` (minimization sense), the boxes so far and whether the
-    mean-value form is used, which a Ctrl-C leaves behind.  Returns whether the search
+    mean-value form is used, which a Ctrl-C leaves behind.  With ``lp`` (and HiGHS
+    installed) the boxes with the smallest bounds also get the safe bound of their LP
+    relaxation (:mod:`._lp`); ``progress["lps"]`` counts them.  Returns whether the search
     box is proven to hold no feasible point."""
     s = _setup(problem, pvec, U, x, gap, device, dtype, batch, second_order, progress)
-    spent["setup"] = time.perf_counter() - t0
-    prune = _Pruner(s, U, spent)
+    bounder = None
+    # a Lagrangian proven convex bounds the whole box at once: no LP would add to it
+    if lp and s.model.f is not None and not problem.has_vector_variables \
+            and not progress["convex"] and available():
+        bounder = LPBounder(s.model, s.targets, s.model.n_params)
+        progress["lp"] = bounder
+        t_lp = time.perf_counter()
+        if not _root_obbt(s, bounder):  # no feasible point better than U in the box
+            progress["L"], progress["boxes"] = U, 1
+            spent["lp"] = time.perf_counter() - t_lp
+            spent["setup"] = t_lp - t0
+            return not math.isfinite(U)
+        spent["lp"] = time.perf_counter() - t_lp
+    spent["setup"] = time.perf_counter() - t0 - spent.get("lp", 0.0)
+    prune = _Pruner(s, U, spent, bounder)
     lo, hi, lb, score = prune(s.lo, s.hi)
     boxes = 1
     times = target_time if target_time is not None else {}
