@@ -125,7 +125,10 @@ class LPBounder:
         self.order = model.program.order_for(roots)
         self.targets = [(n, float(a), float(b)) for n, a, b in targets]
         self.n_params = n_params
+        self.n_vars = sum(b.size for b in model.program.graph.layout.blocks)
         self.lps = 0
+        self.z = None  # the last LP's primal solution
+        self.gaps = None
 
     def box_bounds(self, lo, hi, P, domains: dict) -> np.ndarray:
         """Safe LP bounds of the boxes ``[lo, hi]`` (tensors of shape ``(N, m)``) with
@@ -160,15 +163,25 @@ class LPBounder:
 
     def bounds(self, ranges: dict, consts: dict, m: int) -> np.ndarray:
         """Safe LP bounds of ``m`` boxes (``-inf`` where none, ``+inf`` where the LP
-        proves a box empty) from node ranges ``{node: (lo, hi, usable)}``."""
+        proves a box empty) from node ranges ``{node: (lo, hi, usable)}``; ``gaps``
+        (shape ``(n_vars, m)``) is left with each variable's share of the McCormick gaps
+        ``|w - u v|`` at the LP's solution (the products with that variable as a factor)."""
         out = np.full(m, -math.inf)
+        self.gaps = np.zeros((self.n_vars, m))
         R = relax(self.graph, self.order, ranges, consts, self.model.f, self.targets, m)
         if R is None:
             return out
         cost = np.zeros(R.ncol)
         cost[R.obj] = 1.0
+        var_of = {j: k for k, j in R.var_cols.items()}
         for k in np.flatnonzero(R.ok):
             out[k] = self._solve(self._pass(R, k), cost)
+            if self.z is not None and math.isfinite(out[k]):
+                for w, u, v in R.products:
+                    g = abs(self.z[w] - self.z[u] * self.z[v])
+                    for c in (u, v):
+                        if c in var_of:
+                            self.gaps[var_of[c], k] += g
         return out
 
     def tighten(self, ranges: dict, consts: dict, n: int):
@@ -229,10 +242,13 @@ class LPBounder:
             return math.inf
         h.changeColsCost(len(cost), np.arange(len(cost), dtype=np.int32), cost)
         h.run()
+        self.z = None
         self.lps += 1
         status = h.getModelStatus()
         if status == hs.HighsModelStatus.kOptimal:
-            y = np.asarray(h.getSolution().row_dual, dtype=np.float64)
+            sol = h.getSolution()
+            y = np.asarray(sol.row_dual, dtype=np.float64)
+            self.z = np.asarray(sol.col_value, dtype=np.float64)
             if y.shape != args[3].shape:
                 return -math.inf
             return safe_bound(*args, cost, y)

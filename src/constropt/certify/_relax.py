@@ -65,6 +65,7 @@ class Relaxation:
     obj: int
     ok: np.ndarray       # (m,) bool
     var_cols: dict       # {variable row of X: column}
+    products: list       # (w, u, v) columns with McCormick rows of w = u * v
 
 
 class _Builder:
@@ -75,6 +76,7 @@ class _Builder:
         self.entries: list = []  # (row, col, values)
         self.rlo: list = []
         self.rhi: list = []
+        self.products: list = []  # (w, u, v) columns of the McCormick products
 
     def column(self, lo, hi, usable):
         self.clo.append(np.where(usable, lo, 0.0))
@@ -108,6 +110,8 @@ def _prod_iv(a, b):
 
 def _mccormick(B, w, u, v, ul, uh, vl, vh, active):
     """Rows of ``w = u * v`` (``w`` a column or a float constant)."""
+    if isinstance(w, int):
+        B.products.append((w, u, v))
     for (x1, y1), upper in (((vl, ul), False), ((vh, uh), False),
                             ((vh, ul), True), ((vl, uh), True)):
         # w >= x1 u + y1 v - y1 x1 (lower), w <= ... (upper): w - x1 u - y1 v vs -y1 x1
@@ -257,7 +261,7 @@ def relax(graph, order, ranges: dict, consts: dict, obj: int, targets, m: int):
                       np.array(B.rlo).reshape(-1, m), np.array(B.rhi).reshape(-1, m),
                       np.array(B.clo), np.array(B.chi), col[obj], ranges[obj][2].copy(),
                       {graph.nodes[n][1]: j for n, j in col.items()
-                       if graph.nodes[n][0] == "var"})
+                       if graph.nodes[n][0] == "var"}, B.products)
 
 
 def _rows(B, graph, n, col, ranges, consts):  # noqa: C901 - one dispatch on node kinds
