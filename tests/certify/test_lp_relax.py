@@ -243,3 +243,20 @@ def test_certify_without_lps_says_so(monkeypatch):
     c = _bnb.certify(p, p.parameter_vector(), res.fun, res.x_array, time_limit=5.0)
     assert c.lps == 0 and "LP" not in c.statement
     assert c.timings["lp"] == 0.0
+
+
+@pytest.mark.parametrize("floor, want", [(1.3, math.inf), (1.2, 1.2)])
+def test_infeasible_lp_removes_a_box_only_by_its_dual_ray(floor, want):
+    """x y >= floor, x + y <= 2 on [0.5, 1.5]^2 (not contracted first): McCormick gives
+    2 w <= 2 (x + y) - 1.5, so w <= 1.25 and floor 1.3 is infeasible (a dual ray proves
+    it: +inf); with 1.2 the bound is finite and at most the true minimum 1.2."""
+    p = constropt.Problem(x * y, [x * y >= floor, x + y <= 2], variables=[x, y],
+                          bounds={x: (0.5, 1.5), y: (0.5, 1.5)})
+    model, B, P = _lp_of(p)
+    lo = torch.tensor([[0.5], [0.5]], dtype=torch.float64)
+    hi = torch.tensor([[1.5], [1.5]], dtype=torch.float64)
+    lb = B.box_bounds(lo, hi, P, {})
+    if want == math.inf:
+        assert lb[0] == math.inf
+    else:
+        assert 1.0 < lb[0] <= want

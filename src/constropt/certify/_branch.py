@@ -33,6 +33,9 @@ _LOG = logging.getLogger("constropt")
 #: LP bounds per step at first, at most, and the share of the other parts' time the LPs
 #: may take (the number per step adapts to it).
 LP_START, LP_MAX, LP_SHARE = 4, 256, 1.0
+#: ... the share where some node has no rows (the interval fallback: ``sin``, ``Abs``,
+#: ...), so the LP sees only part of the problem; no LP branching there either.
+LP_SHARE_PARTIAL = 0.25
 #: Whether a box with an LP bound adds to its branching scores (normalized to sum 1) each
 #: variable's share of the McCormick gaps at the LP's solution.
 LP_BRANCH = True
@@ -231,7 +234,7 @@ class _Pruner:
         helped = lb > lower[idx] + 1e-3 * (self.U - lower[idx]).clamp(min=0.0)
         _LOG.debug("certify: %d LPs raise %d bounds", k, int(helped.sum()))
         lower[idx] = torch.maximum(lower[idx], lb)
-        if LP_BRANCH:  # split where the relaxation is loosest too (the product gaps)
+        if LP_BRANCH and self.lp.covered:  # split where the relaxation is loosest too
             gaps = torch.as_tensor(self.lp.gaps, dtype=score.dtype, device=score.device)
             has = (gaps.sum(0) > 0) & helped  # where the LP bound is the better one
             score = score.clone()
@@ -240,11 +243,12 @@ class _Pruner:
         t_lp = time.perf_counter() - t0
         self.spent["lp"] = self.spent.get("lp", 0.0) + t_lp
         rest = sum(v for key, v in self.spent.items() if key != "lp")
-        # more LPs while they take less time than the rest and help a quarter of the
-        # boxes they are asked for; fewer (down to one per step) otherwise
+        # more LPs while they take less time than ``share`` of the rest and help a
+        # quarter of the boxes they are asked for; fewer (down to one per step) otherwise
         useful = int(helped.sum()) >= max(1, k // 4)
+        share = LP_SHARE if self.lp.covered else LP_SHARE_PARTIAL
         self.m_lp = min(LP_MAX, 2 * self.m_lp) \
-            if self.spent["lp"] < LP_SHARE * rest and useful else max(1, self.m_lp // 2)
+            if self.spent["lp"] < share * rest and useful else max(1, self.m_lp // 2)
         return lower, score
 
     def fold(self, lo, hi, lb, score, max_boxes: int):

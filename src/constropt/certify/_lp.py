@@ -68,6 +68,15 @@ def _new_highs():
     return highspy, h
 
 
+#: Node kinds :mod:`._relax` ties to their operands by rows (``fn``: these functions).
+_RULED = {"const", "param", "var", "add", "neg", "mul", "div", "powi", "recip", "powf"}
+_RULED_FN = {"exp", "log", "sqrt"}
+
+
+def _covered(key) -> bool:
+    return key[0] in _RULED or (key[0] == "fn" and key[1] in _RULED_FN)
+
+
 def _down(x):
     return np.nextafter(x, -np.inf)
 
@@ -126,6 +135,9 @@ class LPBounder:
         self.targets = [(n, float(a), float(b)) for n, a, b in targets]
         self.n_params = n_params
         self.n_vars = sum(b.size for b in model.program.graph.layout.blocks)
+        # whether every node has rules (no interval fallback): the LP then sees the
+        # whole problem, and its bounds and gaps are worth more of the time
+        self.covered = all(_covered(self.graph.nodes[n]) for n in self.order)
         self.lps = 0
         self.z = None  # the last LP's primal solution
         self.gaps = None
