@@ -215,3 +215,27 @@ def test_certificates_page_quotes_the_convex_benchmark():
         assert f"to gap {gap.strip()} in {secs.strip()} s" in page or \
             f"to {gap.strip()} in {secs.strip()} s" in page
         assert f"{scip.strip()} s" in page
+
+
+#: Columns of benchmarks/results/certify_lp.md that docs/certificates.md quotes.
+_LP_COLS = (0, 1, 4, 5, 7, 8, 10, 11, 12)
+
+
+def _table_rows(text: str) -> list:
+    return [[c.strip() for c in line.split("|")[1:-1]] for line in text.splitlines()
+            if line.startswith("| ") and not line.startswith("| problem")]
+
+
+def test_certificates_page_quotes_the_lp_benchmark():
+    # the LP relaxations section quotes columns of benchmarks/results/certify_lp.md
+    page = (ROOT / "docs" / "certificates.md").read_text()
+    sec = page[page.index("### LP relaxations"):page.index("## Options")]
+    quoted = _table_rows(sec)
+    results = {r[0]: r for r in _table_rows(
+        (ROOT / "benchmarks" / "results" / "certify_lp.md").read_text())}
+    assert len(quoted) >= 8
+    for row in quoted:
+        assert row == [results[row[0]][k] for k in _LP_COLS], row[0]
+    summary = [line for line in (ROOT / "benchmarks" / "results" / "certify_lp.md")
+               .read_text().splitlines() if line.startswith("Gap at most 1e-6")]
+    assert summary and summary[0] in sec

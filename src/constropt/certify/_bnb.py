@@ -41,6 +41,9 @@ __all__ = ["Certificate", "certify", "certify_option"]
 
 #: Whether the second-order Taylor form of the Lagrangian bounds the boxes too.
 SECOND_ORDER = True
+#: Whether the boxes with the smallest bounds also get the safe bound of their LP
+#: relaxation (:mod:`._lp`, when HiGHS is installed: the optional extra ``lp``).
+LP = True
 #: ``certify=True`` and ``"auto"`` aim for this relative gap.
 DEFAULT_GAP = 1e-6
 #: ``certify="auto"`` runs only on problems with at most this many scalar variables.
@@ -90,13 +93,14 @@ class Certificate:
         tangent-plane bound covers the box (a convex QP: certified by one bound, no
         branching; see :mod:`._convex`).
     lps : int
-        Linear programs solved (0: the bounds come from interval forms, no LP
-        relaxation yet).
+        Linear programs solved (LP relaxations of boxes, :mod:`._lp`); 0 when the bounds
+        came from interval forms alone (HiGHS not installed, or ``LP`` off).
     timings : mapping
         Where the time went, in seconds: ``setup`` (the interval model, multipliers,
         exclusion box), ``contract`` (propagation of the constraints), ``bound`` (the
-        lower bounds of the boxes), ``branch`` (choosing and splitting boxes, the gap
-        test); they add up to ``seconds``.
+        interval lower bounds of the boxes), ``lp`` (building and solving the LP
+        relaxations and their safe bounds), ``branch`` (choosing and splitting boxes, the
+        gap test); they add up to ``seconds``.
     """
 
     kind: str
@@ -174,7 +178,7 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
 
     sign = -1.0 if problem.maximize else 1.0
     U = sign * incumbent if incumbent is not None and math.isfinite(incumbent) else math.inf
-    spent = {"setup": 0.0, "contract": 0.0, "bound": 0.0, "branch": 0.0}
+    spent = {"setup": 0.0, "contract": 0.0, "bound": 0.0, "lp": 0.0, "branch": 0.0}
     box = {s: (float(a), float(z)) for s, a, z in zip(problem.variables, problem.lower,
                                                        problem.upper)} \
         if not problem.has_vector_variables else {}
@@ -182,24 +186,29 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
     try:
         infeasible = branch_and_bound(problem, pvec, U, x, gap, time_limit, device, dtype,
                                       batch, max_boxes, target_time, t0, spent, progress,
-                                      second_order=SECOND_ORDER)
+                                      second_order=SECOND_ORDER, lp=LP)
     except KeyboardInterrupt:
         infeasible = None  # the bound of the last completed step stands
     seconds = time.perf_counter() - t0
-    spent["branch"] = max(0.0, seconds - spent["setup"] - spent["contract"] - spent["bound"])
+    spent["branch"] = max(0.0, seconds - spent["setup"] - spent["contract"] - spent["bound"]
+                          - spent["lp"])
     boxes, mean_value = progress["boxes"], progress["mean_value"]
+    lps = progress["lp"].lps if progress.get("lp") is not None else 0
+    how = (f"interval forms and {lps} LP relaxations (HiGHS, safe dual bounds)" if lps
+           else "interval forms")
     if infeasible:
         return Certificate("infeasible", math.nan, math.inf, gap, True, math.nan, boxes,
                            seconds, mean_value, box,
                            "no point of the search box satisfies the constraints (interval "
                            "branch-and-bound in exact real arithmetic, equalities as "
-                           f"|h(x)| <= {problem.eq_tol:g})", timings=spent)
+                           f"|h(x)| <= {problem.eq_tol:g}; bounds from {how})", lps=lps,
+                           timings=spent)
     L = progress["L"]
     g = relative_gap(U, L)
     sense = "smaller" if not problem.maximize else "larger"
     statement = (f"no point of the search box that satisfies the constraints (exact real "
                  f"arithmetic; equalities as |h(x)| <= {problem.eq_tol:g}) has an objective "
-                 f"{sense} than {sign * L!r}")
+                 f"{sense} than {sign * L!r} (bounds from {how})")
     if progress["convex"]:
         statement += ("; the Lagrangian is proven convex on the search box, so its tangent "
                       "plane at the incumbent bounds the whole box")
@@ -208,4 +217,4 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
     return Certificate("bound", sign * L, g, gap, g <= gap,
                        sign * U if math.isfinite(U) else math.nan, boxes, seconds, mean_value,
                        box, statement, complete=infeasible is not None,
-                       convex=progress["convex"], timings=spent)
+                       convex=progress["convex"], lps=lps, timings=spent)

@@ -21,14 +21,27 @@ from scipy.optimize import nnls
 
 from ..backend._devices import resolve_device
 from ..problem._fbbt import problem_model
-from ._bounds import _light, bound_boxes
+from ._bounds import _light, _relative, bound_boxes
 from ._convex import convex_bound
 from ._exclusion import exclusion_box, second_order_bound
+from ._lp import LPBounder, available
 from ._nodes import contract_nodes
 
 __all__ = ["branch_and_bound", "relative_gap", "multipliers"]
 
 _LOG = logging.getLogger("constropt")
+#: LP bounds per step at first, at most, and the share of the other parts' time the LPs
+#: may take (the number per step adapts to it).
+LP_START, LP_MAX, LP_SHARE = 4, 256, 1.0
+#: ... the share where some node has no rows (the interval fallback: ``sin``, ``Abs``,
+#: ...), so the LP sees only part of the problem; no LP branching there either.
+LP_SHARE_PARTIAL = 0.25
+#: Whether a box with an LP bound adds to its branching scores (normalized to sum 1) each
+#: variable's share of the McCormick gaps at the LP's solution.
+LP_BRANCH = True
+#: Rounds of optimization-based bound tightening at the root, and the share of the time
+#: limit after which no new round starts.
+OBBT_ROUNDS, OBBT_SHARE = 8, 0.1
 
 
 def relative_gap(U: float, L: float) -> float:
@@ -107,16 +120,63 @@ def _setup(problem, pvec, U, x, gap, device, dtype, batch, second_order, progres
                   problem.eq_tol, eps_abs, xt, excl, lo, hi, (hi - lo)[:, 0].clamp(min=1e-300))
 
 
+def _root_obbt(s: _Setup, bounder, seconds: float = math.inf,
+               rounds: int = OBBT_ROUNDS) -> bool:
+    """Optimization-based bound tightening of the search box (in place on ``s.lo``,
+    ``s.hi``), each round after forward-backward propagation, while a round shrinks
+    some side by more than 1e-3 of its width (and for at most about ``seconds``); False
+    when the LP proves that no point of the box is feasible with an objective at most
+    the incumbent."""
+    t0 = time.perf_counter()
+    for _ in range(rounds):
+        if time.perf_counter() - t0 > seconds:
+            break
+        lo, hi, empty, domains = contract_nodes(s.model.program, s.lo.double(),
+                                                s.hi.double(), s.P, s.targets, s.integer)
+        if bool(empty.any()):
+            return True  # left to the branch-and-bound's own proof
+        got = bounder.tighten(*bounder.ranges(lo, hi, s.P, domains), lo.shape[0])
+        if got is None:
+            return False
+        tl = torch.as_tensor(got[0], dtype=torch.float64).reshape(-1, 1)
+        th = torch.as_tensor(got[1], dtype=torch.float64).reshape(-1, 1)
+        nlo = torch.where(torch.isnan(tl), lo, torch.maximum(lo, tl))
+        nhi = torch.where(torch.isnan(th), hi, torch.minimum(hi, th))
+        if bool((nlo > nhi).any()):
+            return False
+        w = (s.hi.double() - s.lo.double()).clamp(min=1e-300)
+        moved = float((((nlo - s.lo.double()) + (s.hi.double() - nhi)) / w).max())
+        # a float32 run keeps float32 sides: round outward
+        s.lo = _outward(nlo, s.dtype, down=True).to(s.dev)
+        s.hi = _outward(nhi, s.dtype, down=False).to(s.dev)
+        if moved < 1e-3:
+            break
+    return True
+
+
+def _outward(v, dtype, down: bool):
+    t = v.to(dtype)
+    if dtype == torch.float64:
+        return t
+    back = t.double()
+    bad = back > v if down else back < v
+    step = torch.full_like(t, -math.inf if down else math.inf)
+    return torch.where(bad, torch.nextafter(t, step), t)
+
+
 class _Pruner:
     """Contract, bound, prune (steps 3 and 4 of :mod:`._bnb`); ``floor`` is the smallest
     bound of the boxes that left without a proof of infeasibility."""
 
-    def __init__(self, s: _Setup, U: float, spent: dict):
+    def __init__(self, s: _Setup, U: float, spent: dict, lp=None):
         self.s, self.U, self.spent = s, U, spent
         self.floor = torch.tensor(math.inf, dtype=torch.float64, device=s.dev)
+        self.lp = lp  # an LPBounder, or None: interval bounds only
+        self.m_lp = LP_START
 
-    def __call__(self, lo, hi):
-        """The surviving boxes of ``[lo, hi]`` and their bounds and scores."""
+    def __call__(self, lo, hi, parent=None):
+        """The surviving boxes of ``[lo, hi]`` and their bounds (at least ``parent``,
+        bounds known to hold on them, where given) and scores."""
         s, U = self.s, self.U
         t_c = time.perf_counter()
         lo, hi, empty, domains = contract_nodes(s.model.program, lo, hi, s.P, s.targets,
@@ -126,6 +186,8 @@ class _Pruner:
         lower, score, bad = bound_boxes(s.model, lo, hi, s.P, domains, s.eq_slack, s.eq_tol,
                                         s.use_lag)
         lower = lower.double()
+        if parent is not None:
+            lower = torch.maximum(lower, parent)
         if s.xt is not None:
             so = second_order_bound(s.model, lo, hi, s.P, s.xt, s.eq_slack)
             if so is not None:
@@ -135,6 +197,10 @@ class _Pruner:
             inside = ((lo.double() >= e_lo) & (hi.double() <= e_hi)).all(0)
             lower = torch.where(inside, torch.clamp(lower, min=e_bound), lower)
         empty = empty | bad
+        if self.lp is not None:
+            self.spent["bound"] += time.perf_counter() - t_b
+            lower, score = self._lp_bounds(lo, hi, lower, score, empty, domains)
+            t_b = time.perf_counter()
         dead = empty | (lower > U - s.eps_abs) | torch.isnan(lower)
         near = ~empty & (lower > U - s.eps_abs) & (lower <= U)
         self.floor = torch.minimum(self.floor, torch.where(near, lower, math.inf).min())
@@ -148,6 +214,43 @@ class _Pruner:
         self.spent["bound"] += time.perf_counter() - t_b
         return out
 
+    def _lp_bounds(self, lo, hi, lower, score, empty, domains):
+        """``lower`` raised by the safe LP bounds of the ``m_lp`` open boxes with the
+        smallest bounds (the ones that hold the proven bound down), and their scores
+        replaced by the McCormick gaps at the LP's solution (``LP_BRANCH``); ``m_lp``
+        adapts (see the end)."""
+        open_ = ~empty & (lower <= self.U - self.s.eps_abs) & ~torch.isnan(lower)
+        k = min(self.m_lp, int(open_.sum()))
+        if k == 0:
+            return lower, score
+        t0 = time.perf_counter()
+        idx = torch.topk(-torch.where(open_, lower, math.inf), k).indices
+        sub = {n: (d[0][idx], d[1][idx]) for n, d in domains.items()
+               if d[0].dim() == 1 and d[0].shape[0] == lower.shape[0]}
+        lb = self.lp.box_bounds(lo[:, idx].double(), hi[:, idx].double(), self.s.P, sub)
+        lb = torch.as_tensor(lb, dtype=torch.float64, device=lower.device)
+        lower = lower.clone()
+        # an LP helps a box when it closes at least 1e-3 of the box's gap to U
+        helped = lb > lower[idx] + 1e-3 * (self.U - lower[idx]).clamp(min=0.0)
+        _LOG.debug("certify: %d LPs raise %d bounds", k, int(helped.sum()))
+        lower[idx] = torch.maximum(lower[idx], lb)
+        if LP_BRANCH and self.lp.covered:  # split where the relaxation is loosest too
+            gaps = torch.as_tensor(self.lp.gaps, dtype=score.dtype, device=score.device)
+            has = (gaps.sum(0) > 0) & helped  # where the LP bound is the better one
+            score = score.clone()
+            old = _relative(score[:, idx])
+            score[:, idx] = torch.where(has, old + _relative(gaps), score[:, idx])
+        t_lp = time.perf_counter() - t0
+        self.spent["lp"] = self.spent.get("lp", 0.0) + t_lp
+        rest = sum(v for key, v in self.spent.items() if key != "lp")
+        # more LPs while they take less time than ``share`` of the rest and help a
+        # quarter of the boxes they are asked for; fewer (down to one per step) otherwise
+        useful = int(helped.sum()) >= max(1, k // 4)
+        share = LP_SHARE if self.lp.covered else LP_SHARE_PARTIAL
+        self.m_lp = min(LP_MAX, 2 * self.m_lp) \
+            if self.spent["lp"] < share * rest and useful else max(1, self.m_lp // 2)
+        return lower, score
+
     def fold(self, lo, hi, lb, score, max_boxes: int):
         """The last resort of a full buffer: its worst boxes leave, their bound folded
         into ``floor``."""
@@ -160,16 +263,35 @@ class _Pruner:
 
 
 def branch_and_bound(problem, pvec, U, x, gap, time_limit, device, dtype, batch, max_boxes,
-                     target_time, t0, spent, progress, second_order: bool = True) -> bool:
+                     target_time, t0, spent, progress, second_order: bool = True,
+                     lp: bool = False) -> bool:
     """The branch-and-bound of :func:`._bnb.certify` (``U``: the incumbent in
     minimization sense).  ``spent`` gathers the seconds per part and ``progress`` the
     last proven bound ``L`` (minimization sense), the boxes so far and whether the
-    mean-value form is used, which a Ctrl-C leaves behind.  Returns whether the search
+    mean-value form is used, which a Ctrl-C leaves behind.  With ``lp`` (and HiGHS
+    installed) the boxes with the smallest bounds also get the safe bound of their LP
+    relaxation (:mod:`._lp`); ``progress["lps"]`` counts them.  Returns whether the search
     box is proven to hold no feasible point."""
     s = _setup(problem, pvec, U, x, gap, device, dtype, batch, second_order, progress)
+    bounder = None
+    # a Lagrangian proven convex bounds the whole box at once: no LP would add to it
+    if lp and s.model.f is not None and not problem.has_vector_variables \
+            and not progress["convex"] and available():
+        bounder = LPBounder(s.model, s.targets, s.model.n_params)
+        progress["lp"] = bounder
     spent["setup"] = time.perf_counter() - t0
-    prune = _Pruner(s, U, spent)
+    prune = _Pruner(s, U, spent, bounder)
     lo, hi, lb, score = prune(s.lo, s.hi)
+    if bounder is not None and lb.numel() and relative_gap(U, float(lb.min())) > gap:
+        # the root's bounds did not close the gap: tighten the search box by LPs, and
+        # start again from the tightened box
+        t_lp = time.perf_counter()
+        ok = _root_obbt(s, bounder, OBBT_SHARE * time_limit)
+        spent["lp"] = spent.get("lp", 0.0) + time.perf_counter() - t_lp
+        if not ok:  # no feasible point better than U in the box
+            progress["L"], progress["boxes"] = U, 1
+            return not math.isfinite(U)
+        lo, hi, lb, score = prune(s.lo, s.hi)
     boxes = 1
     times = target_time if target_time is not None else {}
     while True:
@@ -185,14 +307,17 @@ def branch_and_bound(problem, pvec, U, x, gap, time_limit, device, dtype, batch,
         if n == 0 or g <= gap or elapsed > time_limit:
             break
         k = min(s.batch, n)
-        (slo, shi, ss), (lo, hi, lb, score) = _take(lo, hi, lb, score, k,
-                                                    n + 2 * k > max_boxes, s)
+        (slo, shi, ss, slb), (lo, hi, lb, score) = _take(lo, hi, lb, score, k,
+                                                         n + 2 * k > max_boxes, s)
         # bisect along the largest score, several times when the buffer is small (fewer
         # steps: each costs the same fixed overhead of a few thousand tensor operations)
         reps = max(1, min(3, int(math.log2(max(s.batch // k, 1)))))
         for _ in range(reps):
             slo, shi, ss = _bisect(slo, shi, ss, s.integer)
-        clo, chi, clb, cs = prune(slo, shi)
+            slb = torch.cat([slb, slb])
+        # with LPs, children keep their parent's bound (an LP bound is not recomputed
+        # on every child; a parent's bound holds on its parts)
+        clo, chi, clb, cs = prune(slo, shi, slb if bounder is not None else None)
         boxes += slo.shape[1]
         lo, hi = torch.cat([lo, clo], 1), torch.cat([hi, chi], 1)
         lb, score = torch.cat([lb, clb]), torch.cat([score, cs], 1)
@@ -206,7 +331,7 @@ def branch_and_bound(problem, pvec, U, x, gap, time_limit, device, dtype, batch,
 
 
 def _take(lo, hi, lb, score, k: int, depth_first: bool, s: _Setup):
-    """``((lo, hi, score) of the k boxes to split, (lo, hi, lb, score) of the rest)``:
+    """``((lo, hi, score, lb) of the k boxes to split, (lo, hi, lb, score) of the rest)``:
     the smallest lower bounds (best first) or, ``depth_first``, the smallest boxes
     (which drains a nearly full buffer)."""
     if depth_first:
@@ -216,7 +341,7 @@ def _take(lo, hi, lb, score, k: int, depth_first: bool, s: _Setup):
         idx = torch.topk(-lb, k).indices
     take = torch.zeros(lb.numel(), dtype=torch.bool, device=s.dev)
     take[idx] = True
-    return ((lo[:, take], hi[:, take], score[:, take]),
+    return ((lo[:, take], hi[:, take], score[:, take], lb[take]),
             (lo[:, ~take], hi[:, ~take], lb[~take], score[:, ~take]))
 
 

@@ -1,0 +1,282 @@
+"""LP bounds of boxes: the relaxations of :mod:`._relax` solved by HiGHS, made safe.
+
+HiGHS (``highspy``, the optional extra ``lp``) solves each box's LP in floating point;
+its objective value is never used.  :func:`safe_bound` takes the LP's row duals ``y``
+(any ``y`` would do: optimality only makes the bound tight) and returns, in
+outward-rounded arithmetic, ``y^T r + min over the column box of (c - A^T y)^T z``
+(Neumaier and Shcherbina's safe dual bound), which is at most the LP's minimum in
+exact arithmetic: for every LP-feasible ``z``, ``c^T z >= c^T z - y^T (A z - r)``
+when each ``y_i`` has the sign of the side ``r_i`` it is paired with (``y_i > 0`` with a
+finite lower side, ``y_i < 0`` with a finite upper side; other duals are set to 0).
+Every column is bounded (:mod:`._relax` gives columns only to nodes with finite
+enclosures), so the minimum over the column box is finite.  A box whose LP HiGHS
+reports infeasible is proven empty when a dual ray passes the same test with ``c = 0``
+(a bound above 0).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+
+import numpy as np
+
+from ..lowering._rt_interval import Iv
+from ._nodes import forward_nodes
+from ._relax import relax
+
+__all__ = ["available", "safe_bound", "LPBounder"]
+
+_EPS = np.finfo(np.float64).eps
+_TINY = np.finfo(np.float64).tiny
+
+
+def available() -> bool:
+    """Whether HiGHS can be imported."""
+    try:
+        import highspy  # noqa: F401 - lazy: an optional extra
+    except ImportError:
+        return False
+    return True
+
+
+_QUIET: list = []
+
+
+def _new_highs():
+    """A silent HiGHS instance (its first construction in a process prints a banner on
+    the C-level standard output, which is sent to /dev/null once)."""
+    import highspy  # lazy: an optional extra
+    if _QUIET:
+        h = highspy.Highs()
+    else:
+        sys.stdout.flush()
+        saved = os.dup(1)
+        try:
+            with open(os.devnull, "w") as null:
+                os.dup2(null.fileno(), 1)
+                h = highspy.Highs()
+                import ctypes
+                ctypes.CDLL(None).fflush(None)
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+        _QUIET.append(True)
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("presolve", "off")  # small LPs; an infeasible one then has a ray
+    return highspy, h
+
+
+#: Node kinds :mod:`._relax` ties to their operands by rows (``fn``: these functions).
+_RULED = {"const", "param", "var", "add", "neg", "mul", "div", "powi", "recip", "powf"}
+_RULED_FN = {"exp", "log", "sqrt"}
+
+
+def _covered(key) -> bool:
+    return key[0] in _RULED or (key[0] == "fn" and key[1] in _RULED_FN)
+
+
+def _down(x):
+    return np.nextafter(x, -np.inf)
+
+
+def _up(x):
+    return np.nextafter(x, np.inf)
+
+
+def _sum_bounds(terms, groups, n):
+    """Rigorous ``(lo, hi)`` of the exact sums of ``terms`` by group (``np.bincount``
+    order): the float sum widened by ``(k + 2) eps sum |terms|`` (``k`` terms, a bound of
+    recursive summation's error with room for the error of the bound) and one ulp."""
+    s = np.bincount(groups, weights=terms, minlength=n)
+    a = np.bincount(groups, weights=np.abs(terms), minlength=n)
+    k = np.bincount(groups, minlength=n)
+    err = _up(_up((k + 2) * _EPS) * a) + (k + 1) * _TINY
+    return _down(s - err), _up(s + err)
+
+
+def safe_bound(rows, cols, vals, row_lo, row_hi, col_lo, col_hi, cost, y) -> float:
+    """A rigorous lower bound of ``min cost^T z`` subject to ``row_lo <= A z <= row_hi``,
+    ``col_lo <= z <= col_hi`` (exact arithmetic), from any row multipliers ``y``;
+    ``-inf`` when rounding or an infinite side leaves nothing."""
+    y = np.where((y > 0) & np.isfinite(row_lo), y, np.where((y < 0) & np.isfinite(row_hi),
+                                                             y, 0.0))
+    r = np.where(y > 0, row_lo, np.where(y < 0, row_hi, 0.0))
+    ncol = len(col_lo)
+    with np.errstate(all="ignore"):
+        p = vals * y[rows]
+        plo, phi = _down(p), _up(p)
+        # d = cost - A^T y: group the terms -p (and the cost) by column
+        g = np.concatenate([cols, np.arange(ncol)])
+        dlo, _ = _sum_bounds(np.concatenate([-phi, cost]), g, ncol)
+        _, dhi = _sum_bounds(np.concatenate([-plo, cost]), g, ncol)
+        corners = np.stack([dlo * col_lo, dlo * col_hi, dhi * col_lo, dhi * col_hi])
+        box = _down(np.min(corners, axis=0))
+        yr = _down(y * r)
+        terms = np.concatenate([box, yr])
+        if not np.all(np.isfinite(terms)):
+            return -math.inf
+        lo, _ = _sum_bounds(terms, np.zeros(len(terms), dtype=np.int64), 1)
+    v = float(lo[0])
+    return v if math.isfinite(v) else -math.inf
+
+
+class LPBounder:
+    """Builds and solves the LPs of boxes for one branch-and-bound (one HiGHS instance,
+    reused); counts the LPs in ``lps``."""
+
+    def __init__(self, model, targets, n_params: int):
+        self.hs, self.h = _new_highs()
+        self.model = model
+        self.graph = model.program.graph
+        roots = [model.f, *model.leaf_nodes]
+        self.order = model.program.order_for(roots)
+        self.targets = [(n, float(a), float(b)) for n, a, b in targets]
+        self.n_params = n_params
+        self.n_vars = sum(b.size for b in model.program.graph.layout.blocks)
+        # whether every node has rules (no interval fallback): the LP then sees the
+        # whole problem, and its bounds and gaps are worth more of the time
+        self.covered = all(_covered(self.graph.nodes[n]) for n in self.order)
+        self.lps = 0
+        self.z = None  # the last LP's primal solution
+        self.gaps = None
+
+    def box_bounds(self, lo, hi, P, domains: dict) -> np.ndarray:
+        """Safe LP bounds of the boxes ``[lo, hi]`` (tensors of shape ``(N, m)``) with
+        their node domains (shape ``(m,)`` each)."""
+        return self.bounds(*self.ranges(lo, hi, P, domains), lo.shape[1])
+
+    def ranges(self, lo, hi, P, domains: dict):
+        """``(ranges, consts)`` of :func:`~._relax.relax` for the boxes ``[lo, hi]``."""
+        m = lo.shape[1]
+        roots = [self.model.f, *self.model.leaf_nodes]
+        vals = forward_nodes(self.model.program, lo, hi, P, roots, domains)
+        Pn = P.detach().cpu().double().numpy()
+        ranges, consts = {}, {}
+        for n in self.order:
+            key = self.graph.nodes[n]
+            if key[0] == "const":
+                consts[n] = float(key[1])
+                continue
+            if key[0] == "param":
+                consts[n] = float(Pn[key[1]])
+                continue
+            v = vals.get(n)
+            if not isinstance(v, Iv):
+                continue
+            a = np.broadcast_to(v.lo.detach().cpu().double().numpy(), (m,))
+            b = np.broadcast_to(v.hi.detach().cpu().double().numpy(), (m,))
+            nan = np.broadcast_to(np.asarray(v.nan.detach().cpu().numpy()
+                                             if hasattr(v.nan, "detach") else v.nan), (m,))
+            use = np.isfinite(a) & np.isfinite(b) & (a <= b) & ~nan
+            ranges[n] = (np.where(use, a, 0.0), np.where(use, b, 0.0), use)
+        return ranges, consts
+
+    def bounds(self, ranges: dict, consts: dict, m: int) -> np.ndarray:
+        """Safe LP bounds of ``m`` boxes (``-inf`` where none, ``+inf`` where the LP
+        proves a box empty) from node ranges ``{node: (lo, hi, usable)}``; ``gaps``
+        (shape ``(n_vars, m)``) is left with each variable's share of the McCormick gaps
+        ``|w - u v|`` at the LP's solution (the products with that variable as a factor)."""
+        out = np.full(m, -math.inf)
+        self.gaps = np.zeros((self.n_vars, m))
+        R = relax(self.graph, self.order, ranges, consts, self.model.f, self.targets, m)
+        if R is None:
+            return out
+        cost = np.zeros(R.ncol)
+        cost[R.obj] = 1.0
+        var_of = {j: k for k, j in R.var_cols.items()}
+        for k in np.flatnonzero(R.ok):
+            out[k] = self._solve(self._pass(R, k), cost)
+            if self.z is not None and math.isfinite(out[k]):
+                for w, u, v in R.products:
+                    g = abs(self.z[w] - self.z[u] * self.z[v])
+                    for c in (u, v):
+                        if c in var_of:
+                            self.gaps[var_of[c], k] += g
+        return out
+
+    def tighten(self, ranges: dict, consts: dict, n: int):
+        """Optimization-based bound tightening of one box: ``(lo, hi)`` of each variable
+        (shape ``(n,)``, ``nan`` where not tightened) from the safe bounds of ``min x_k``
+        and ``min -x_k`` over its LP relaxation; None when the LP proves the box holds no
+        feasible point."""
+        lo, hi = np.full(n, np.nan), np.full(n, np.nan)
+        R = relax(self.graph, self.order, ranges, consts, self.model.f, self.targets, 1)
+        if R is None:
+            return lo, hi
+        args = self._pass(R, 0)
+        if args is None:
+            return None
+        for k, j in sorted(R.var_cols.items()):
+            for sgn in (1.0, -1.0):
+                cost = np.zeros(R.ncol)
+                cost[j] = sgn
+                b = self._solve(args, cost)
+                if b == math.inf:
+                    return None
+                if sgn > 0:
+                    lo[k] = b
+                else:
+                    hi[k] = -b
+        return lo, hi
+
+    def _pass(self, R, k):
+        """Pass box ``k``'s LP to HiGHS; the safe bound's arguments (None when a column's
+        bounds are empty: a leaf's range misses its target, no feasible point)."""
+        hs, h = self.hs, self.h
+        order = np.lexsort((R.rows, R.cols))
+        rows, cols = R.rows[order], R.cols[order]
+        start = np.searchsorted(cols, np.arange(R.ncol + 1)).astype(np.int32)
+        args = (R.rows, R.cols, R.vals[:, k], R.row_lo[:, k], R.row_hi[:, k],
+                R.col_lo[:, k], R.col_hi[:, k])
+        row_lo, row_hi, col_lo, col_hi = args[3:]
+        if np.any(col_lo > col_hi):
+            return None
+        lp = hs.HighsLp()
+        lp.num_col_, lp.num_row_ = len(col_lo), len(row_lo)
+        lp.col_lower_, lp.col_upper_ = col_lo, col_hi
+        lp.row_lower_, lp.row_upper_ = row_lo, row_hi
+        lp.a_matrix_.format_ = hs.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = start
+        lp.a_matrix_.index_ = rows.astype(np.int32)
+        lp.a_matrix_.value_ = R.vals[order, k]
+        lp.col_cost_ = np.zeros(R.ncol)
+        h.clearModel()
+        h.passModel(lp)
+        return args
+
+    def _solve(self, args, cost) -> float:
+        """The safe bound of ``min cost^T z`` over the passed LP (``args`` None: an
+        empty box, ``+inf``)."""
+        hs, h = self.hs, self.h
+        if args is None:
+            return math.inf
+        h.changeColsCost(len(cost), np.arange(len(cost), dtype=np.int32), cost)
+        h.run()
+        self.z = None
+        self.lps += 1
+        status = h.getModelStatus()
+        if status == hs.HighsModelStatus.kOptimal:
+            sol = h.getSolution()
+            y = np.asarray(sol.row_dual, dtype=np.float64)
+            self.z = np.asarray(sol.col_value, dtype=np.float64)
+            if y.shape != args[3].shape:
+                return -math.inf
+            return safe_bound(*args, cost, y)
+        if status == hs.HighsModelStatus.kInfeasible:
+            return self._ray(args)
+        return -math.inf
+
+    def _ray(self, args) -> float:
+        """``+inf`` when a dual ray proves the LP infeasible (else ``-inf``)."""
+        got = self.h.getDualRay()  # (status, has a ray, ray)
+        has, ray = got[-2], got[-1]
+        if not has:
+            return -math.inf
+        ray = np.asarray(ray, dtype=np.float64)
+        zero = np.zeros(len(args[5]))
+        for sgn in (1.0, -1.0):
+            if ray.shape == args[3].shape and safe_bound(*args, zero, sgn * ray) > 0:
+                return math.inf
+        return -math.inf
