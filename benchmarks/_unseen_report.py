@@ -23,7 +23,8 @@ from _unseen_solvers import success
 
 REFS = ("ipopt20", "scip", "scipy-de")
 GOAL_RATIO = 2.0
-AFTER = ("mkdir -p benchmarks/raw && cp /work/wt/unseen_before.jsonl benchmarks/raw/ && "
+AFTER = ("mkdir -p benchmarks/raw && gunzip -c benchmarks/results/unseen_runs/before.jsonl.gz "
+         "> benchmarks/raw/unseen_before.jsonl && "
          "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONHASHSEED=0 PYTHONPATH=src "
          "python benchmarks/unseen.py --label after --solvers constropt,ipopt20 "
          "--seeds 0-4 --ref-seeds 0 --jobs 1 --report")
