@@ -186,7 +186,8 @@ def test_fitness_page_quotes_the_benchmark_results():
 
 #: Paths in the repository the prose quotes: test files and committed benchmark results
 #: (not ``REV:path``, a file in the history that ``git show`` prints).
-QUOTED_PATH = re.compile(r"(?<!:)\b(?:tests|benchmarks/results)/[\w/.-]*\w\.(?:py|md|jsonl)(?:\.gz)?\b")
+QUOTED_PATH = re.compile(r"(?<!:)\b(?:tests|benchmarks/results)/[\w/.-]*\w"
+                         r"\.(?:py|md|jsonl)(?:\.gz)?\b")
 
 
 def test_quoted_tests_and_results_exist():
