@@ -152,10 +152,15 @@ class Graph:
         return self._nan[nid]
 
     @staticmethod
+    def operand_positions(key: tuple):
+        """The positions in ``key`` of its node-id operands (literal fields excluded)."""
+        pos = OPERANDS.get(key[0])
+        return range(1, len(key)) if pos is None else pos
+
+    @staticmethod
     def operands(key: tuple) -> tuple:
         """The node-id operands of a node (literal fields excluded)."""
-        pos = OPERANDS.get(key[0])
-        return key[1:] if pos is None else tuple(key[p] for p in pos)
+        return tuple(key[p] for p in Graph.operand_positions(key))
 
     def _fold(self, key: tuple) -> int:
         op = key[0]

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from ._graph import OPERANDS, RULES, Graph, add_terms
+from ._graph import RULES, Graph, add_terms
 
 __all__ = ["lower_add", "MIN_TERMS", "template"]
 
@@ -82,10 +82,8 @@ def _walk(g: Graph, n: int, state: dict):
         return key
     if op in _VECTOR:
         raise _NoTemplate
-    pos = OPERANDS.get(op)
-    pos = range(1, len(key)) if pos is None else pos
     fields = list(key)
-    for p in pos:
+    for p in Graph.operand_positions(key):
         fields[p] = _walk(g, key[p], state)
     return tuple(fields)
 
@@ -101,10 +99,8 @@ def _rebuild(g: Graph, n: int, vec: int, columns) -> int:
         return _constants(g, next(columns))
     if op in _EXACT:
         return n
-    pos = OPERANDS.get(op)
-    pos = range(1, len(key)) if pos is None else pos
     fields = list(key)
-    for p in pos:
+    for p in Graph.operand_positions(key):
         fields[p] = _rebuild(g, key[p], vec, columns)
     return g.node(*fields)
 
