@@ -19,8 +19,8 @@ At each check point (every ``check_every`` generations) the stage
    independent starts for the Bayesian rule of Boender and Rinnooy Kan (1987) (with
    ``w`` distinct minima from ``k`` successful solves, the expected number of minima
    ``w (k - 1) / (k - w - 2)`` is below ``w + 1/2``), or no better basin found for a
-   window of generations; either way from two starts or more.  The driver hands that to :func:`._termination.check`, where
-   every stop rule lives.
+   window of generations; either way from two starts or more.  The driver hands that
+   to :func:`._termination.check`, where every stop rule lives.
 
 The local solves spend at most as many evaluations as the evolutionary search has
 (:attr:`LocalSettings.share`), a quarter of them on a rugged landscape: the explorer

@@ -189,10 +189,11 @@ class SolveOptions:
         into the population, and the run stops ``CONVERGED`` once its best local minimum
         is confirmed (reached again from enough independent starts, or no better basin
         for ``stagnation`` generations) instead of running on to stagnation and
-        restarts.  Default False until the collection's 25-seed suites are re-measured
-        with it (``benchmarks/suite.py``).  ``"auto"``: in a single search of a continuous problem with exact
-        derivatives and a finite box, without ``checkpoint`` (the record of minima is
-        not checkpointed; a checkpointed run searches as before).  True: also with
+        restarts.  Default False until the collection's 25-seed suites are
+        re-measured with it (``benchmarks/suite.py``).  ``"auto"``: in a single search
+        of a continuous problem with exact derivatives and a finite box, without
+        ``checkpoint`` (the record of minima is not checkpointed; a checkpointed run
+        searches as before).  True: also with
         integer variables (held fixed by the local solves); OptionError where it cannot
         run (batches, islands, checkpoints, no exact derivatives).
     on_generation : callable or None
