@@ -4,7 +4,8 @@
 ``local_search="auto"`` (off by default for now: False) runs the stage in a single
 search (``solve``, ``Search``) of a continuous problem with exact derivatives,
 without a checkpoint (the record of minima is not part of the checkpointed state, so
-a checkpointed run searches as before and resumes exactly) and without islands (ranks would each keep their own record);
+a checkpointed run searches as before and resumes exactly) and without islands
+(ranks would each keep their own record);
 True asks for it (an :class:`OptionError` where it cannot run), False never.
 
 The local solver is the finish's SLSQP polish with exact derivatives
