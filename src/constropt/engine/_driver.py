@@ -114,6 +114,12 @@ def _host64(x):
     return np.array(x, dtype=np.float64)
 
 
+def _better_end(a: Population, b: Population) -> Population:
+    """The better of two one-point populations under feasibility rules."""
+    fa, ca, fb, cb = (float(to_numpy(v)[0, 0]) for v in (a.f, a.cv, b.f, b.cv))
+    return b if (cb < ca or (cb == ca and fb < fa)) else a
+
+
 def _np64(x) -> np.ndarray:
     return np.asarray(to_numpy(x), dtype=np.float64)
 
@@ -151,16 +157,24 @@ class Driver:
         ``snap(X) -> X`` on host genes (N, ...): the genes as the fitness evaluated them
         (integers confined to allowed values), applied to the reported best points and
         final populations.
+    local : LocalSearch, optional
+        The multistart stage (:mod:`._multistart`, one instance only): a round of local
+        solves at every check point, its evaluations counted, its minima fed into the
+        population; its confirmation of the best minimum is one of the stop rules of
+        :func:`check`.
     """
 
     def __init__(self, algorithm, term: Termination, X0=None, *, state=None,
                  new_population=None, monitor=None, on_generation=None, consensus=None,
-                 checkpoint=None, checkpoint_every: int = 0, min_rows: int = 1, snap=None):
+                 checkpoint=None, checkpoint_every: int = 0, min_rows: int = 1, snap=None,
+                 local=None):
         self.algorithm, self.term = algorithm, term
         self.new_population, self.monitor = new_population, monitor
         self.on_generation, self.consensus = on_generation, consensus
         self.checkpoint, self.checkpoint_every = checkpoint, checkpoint_every
         self.min_rows, self.snap = min_rows, snap
+        self.local = local
+        self._local_end = None  # the stage's best end not yet merged into the best point
         self.populations: dict = {}  # instance -> final population, once it finished
         self._t0 = time.perf_counter()
         self.state = state if state is not None else self._initial(X0)
@@ -274,6 +288,8 @@ class Driver:
             pop = alg.population(st.alg)
             st.best = merge(st.best, pop, self._first)
             st.defined = merge_defined(st.defined, pop)
+        if self.local is not None and g % term.check_every == 0:
+            self._local_round(g)
         self._record(g)
         if hook_stop:
             return self._stop_all(Status.CALLBACK)
@@ -288,6 +304,34 @@ class Driver:
                 g % self.checkpoint_every == 0 and not self.done:
             st.elapsed[...] = self.elapsed()
             self.checkpoint(st)
+
+    def _local_round(self, g: int) -> None:
+        """A round of the multistart stage (one instance): its evaluations count, and
+        the minima it fed into the population may be the new best point."""
+        st, term = self.state, self.term
+        nfev = int(to_numpy(st.nfev)[0])
+        left = None if term.max_evals is None else term.max_evals - nfev
+        spent, end = self.local(st, self.algorithm, g, left, nfev - self.local.used)
+        if spent:
+            to_numpy(st.nfev)[0] += spent
+            pop = self.algorithm.population(st.alg)
+            st.best = merge(st.best, pop, self._first)
+            st.defined = merge_defined(st.defined, pop)
+        if end is not None:
+            self._local_end = end if self._local_end is None else \
+                _better_end(self._local_end, end)
+            if self.local.benign():  # else kept aside until the end (see _finish)
+                self._merge_local_end()
+
+    def _merge_local_end(self) -> None:
+        """The multistart stage's best end merged into the best point.  On a rugged
+        landscape this waits until the instance finishes: a best point the population
+        cannot improve on would end the search by stagnation before it has explored."""
+        st, end = self.state, self._local_end
+        if end is not None:
+            st.best = merge(st.best, end, True)
+            st.defined = merge_defined(st.defined, end)
+            self._local_end = None
 
     def _record(self, g: int) -> None:
         st = self.state
@@ -321,9 +365,12 @@ class Driver:
         with np.errstate(invalid="ignore"):
             collapsed = (feas > 0) & np.isfinite(lo) & (term.ftol > 0) & \
                 (hi - lo <= term.ftol * np.maximum(1.0, np.abs(lo)))
+        confirmed = False
+        if self.local is not None:
+            confirmed = np.array([self.local.confirmed(g)])
         quiet, code = check(term, f, cv, to_numpy(st.last_f)[ids], to_numpy(st.last_cv)[ids],
                             to_numpy(st.quiet)[ids], collapsed,
-                            alg.settled(to_numpy(st.since)[ids]), time_up, stop)
+                            alg.settled(to_numpy(st.since)[ids]), time_up, stop, confirmed)
         to_numpy(st.quiet)[ids] = quiet
         to_numpy(st.last_f)[ids], to_numpy(st.last_cv)[ids] = f, cv
         conv = code == _C[Status.CONVERGED]
@@ -331,7 +378,9 @@ class Driver:
             S = alg.evals_per_step
             room = np.ones(ids.size, dtype=bool) if term.max_evals is None else \
                 to_numpy(st.nfev)[ids] + (term.stagnation + 1) * S <= term.max_evals
-            again = conv & room & (to_numpy(st.restarts)[ids] < term.restarts)
+            # a confirmed local minimum ends the run: no restart looks for another
+            again = conv & room & (to_numpy(st.restarts)[ids] < term.restarts) & \
+                ~np.broadcast_to(confirmed, conv.shape)
             if again.any():
                 self._restart(pos[again], ids[again])
                 code[again] = 0
@@ -365,6 +414,7 @@ class Driver:
         if len(pos) == 0:
             return
         self._live_rows = None
+        self._merge_local_end()  # one instance: the stage's best end is its own
         ids = to_numpy(st.rows)[pos]
         to_numpy(st.code)[ids] = _C[status]
         to_numpy(st.row_live)[pos] = False

@@ -58,13 +58,16 @@ def improved(f, cv, f_old, cv_old, ftol):
 
 
 def check(term: Termination, f, cv, f_old, cv_old, quiet, collapsed, settled,
-          time_up=False, stop=False):
+          time_up=False, stop=False, confirmed=False):
     """The termination rule, for every instance at once (host arrays of shape (B,)).
 
     Returns ``(quiet, code)``: the stagnation counters after this check point and a stop
     code per instance (0 = go on; see :data:`CODES`).  Order of precedence: target,
-    unbounded, time limit, stop request (callback), stagnation or collapse (only once
-    the algorithm has ``settled``: the epsilon schedule has run out).
+    unbounded, time limit, stop request (callback), a best local minimum ``confirmed``
+    by the multistart stage (:mod:`._multistart`: it needs no settled schedule, its
+    point is feasible under the raw rules), stagnation or collapse (only once the
+    algorithm has ``settled``: the epsilon schedule has run out); the last three end
+    ``CONVERGED``.
     """
     quiet = np.where(improved(f, cv, f_old, cv_old, term.ftol), 0, quiet + term.check_every)
     code = np.zeros(np.shape(f), dtype=np.int64)
@@ -78,6 +81,7 @@ def check(term: Termination, f, cv, f_old, cv_old, quiet, collapsed, settled,
     put(feasible & (np.asarray(f) == -math.inf), Status.UNBOUNDED)
     put(np.broadcast_to(bool(time_up), code.shape), Status.TIME_LIMIT)
     put(np.broadcast_to(np.asarray(stop, dtype=bool), code.shape), Status.CALLBACK)
+    put(np.broadcast_to(np.asarray(confirmed, dtype=bool), code.shape), Status.CONVERGED)
     stalled = (quiet >= term.stagnation) | (term.collapse & np.asarray(collapsed, dtype=bool))
     put(stalled & np.asarray(settled, dtype=bool), Status.CONVERGED)
     return quiet, code

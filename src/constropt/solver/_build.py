@@ -28,6 +28,7 @@ from ..finish._snap import integer_sets, snap_array, snapped
 from ..local._polish import conjunctive_leaves
 from ..problem._problem import Problem
 from ._checkpoint import fingerprint, problem_data, write_checkpoint
+from ._localsearch import local_stage
 from ._options import check_population_memory, refuse_problem_options
 from ._plan import (
     BATCH_GENERATIONS,
@@ -338,7 +339,9 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
                         consensus=consensus, checkpoint=save,
                         checkpoint_every=opts.checkpoint_every,
                         min_rows=2 if at.compile and B > 1 else 1,
-                        snap=None if values is None else lambda X: snap_array(X, values))
+                        snap=None if values is None else lambda X: snap_array(X, values),
+                        local=local_stage(problem, opts, M, islands=consensus is not None,
+                                          deadline=deadline))
     logger.info("search: %s, %d variables, population %d x %d instance%s, %s on %s (%s%s)%s",
                 plan.algorithm.name, n, S, B, "s" if B != 1 else "", backend, dev,
                 getattr(wdtype, "name", str(wdtype)).replace("torch.", ""),

@@ -1,0 +1,304 @@
+"""Local solves inside the search: the multistart stage the driver runs at check points.
+
+At each check point (every ``check_every`` generations) the stage
+
+1. picks starts from the population by multi-level single linkage (Rinnooy Kan and
+   Timmer 1987): in box units, a point is a start when no better population point lies
+   within the critical distance :func:`critical_distance` (which shrinks as the points
+   seen grow), and no earlier start nor recorded minimum lies within it either, so no
+   two starts fall in one basin; the population's best point is a start too whenever it
+   beats every recorded minimum (the search found a better basin);
+2. runs the local solves as one batch through the callable it was given (exact
+   derivatives: the solver layer builds it, this module never sees a local solver);
+3. evaluates their ends with the search's own fitness and feeds the new minima back into
+   the population in place of its worst members while the landscape looks benign
+   (:meth:`LocalSearch.benign`; the evolutionary search stays the explorer: it
+   supplies the starts and escapes the basins);
+4. keeps the record of distinct local minima (:class:`Minimum`) and says when the best
+   one is *confirmed* (:meth:`LocalSearch.confirmed`): reached again from enough
+   independent starts for the Bayesian rule of Boender and Rinnooy Kan (1987) (with
+   ``w`` distinct minima from ``k`` successful solves, the expected number of minima
+   ``w (k - 1) / (k - w - 2)`` is below ``w + 1/2``), or no better basin found for a
+   window of generations; either way from two starts or more.  The driver hands that
+   to :func:`._termination.check`, where every stop rule lives.
+
+The local solves spend at most as many evaluations as the evolutionary search has
+(:attr:`LocalSettings.share`), a quarter of them on a rugged landscape: the explorer
+keeps at least half of the work.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..backend._arrays import asarray, namespace, to_numpy
+from ._ga import Population
+from ._ranking import order
+
+__all__ = ["LocalSettings", "LocalSearch", "Minimum", "critical_distance", "mlsl_starts",
+           "bayes_confirmed"]
+
+
+@dataclass(frozen=True)
+class LocalSettings:
+    """How the stage runs: at most ``max_starts`` local solves per check point; ``sigma``
+    of the critical distance; ``window`` generations without a better basin confirm the
+    best minimum; two ends are one minimum when their objectives agree to ``ftol``
+    (relative) and their points to ``xtol`` (largest coordinate, box units); a better
+    basin beats the best minimum by more than ``ftol``; the local solves spend at most
+    ``share`` times the evolutionary search's evaluations, ``rugged_share`` once the
+    landscape is rugged (:meth:`LocalSearch.benign` false: the explorer's work
+    matters most there)."""
+
+    window: int
+    max_starts: int = 4
+    sigma: float = 4.0
+    ftol: float = 1e-6
+    xtol: float = 1e-3
+    share: float = 1.0
+    rugged_share: float = 0.25
+
+
+class Minimum:
+    """A distinct local minimum: its point ``x`` (N,), box units ``u``, search
+    objective ``f`` and violation ``cv``, how many solves reached it (``hits``) and the
+    generation it was first found (``g``)."""
+
+    __slots__ = ("x", "u", "f", "cv", "hits", "g")
+
+    def __init__(self, x, u, f, cv, g):
+        self.x, self.u, self.f, self.cv, self.hits, self.g = x, u, f, cv, 1, g
+
+
+def critical_distance(k: int, n: int, sigma: float = 4.0) -> float:
+    """The MLSL critical distance in the unit box after ``k`` sample points in ``n``
+    dimensions: ``pi**-1/2 (Gamma(1 + n/2) sigma log k / k)**(1/n)``."""
+    k = max(int(k), 2)
+    log_r = (math.lgamma(1 + n / 2) + math.log(sigma * math.log(k) / k)) / n
+    return math.exp(log_r) / math.sqrt(math.pi)
+
+
+def mlsl_starts(U: np.ndarray, r: float, taken: np.ndarray, most: int) -> list[int]:
+    """Columns of ``U`` (N, S: population in box units, best first) that MLSL starts
+    from: no better column within ``r``, none of ``taken`` (N, T: earlier starts and
+    minima) within ``r``; at most ``most``, best first."""
+    out: list[int] = []
+    S = U.shape[1]
+    for i in range(S):
+        if len(out) >= most:
+            break
+        u = U[:, i:i + 1]
+        if i and np.min(np.linalg.norm(U[:, :i] - u, axis=0)) <= r:
+            continue
+        if taken.shape[1] and np.min(np.linalg.norm(taken - u, axis=0)) <= r:
+            continue
+        out.append(i)
+    return out
+
+
+def farthest(U: np.ndarray, taken: np.ndarray, most: int, skip) -> list[int]:
+    """Up to ``most`` columns of ``U`` (N, S) chosen one by one, each the farthest from
+    ``taken`` (N, T) and the columns chosen before it; ``skip``: columns not to take."""
+    out: list[int] = []
+    far = np.full(U.shape[1], np.inf) if taken.shape[1] == 0 else \
+        np.min(np.linalg.norm(U[:, :, None] - taken[:, None, :], axis=0), axis=1)
+    far[list(skip)] = -1.0
+    for _ in range(min(most, U.shape[1] - len(skip))):
+        i = int(np.argmax(far))
+        if far[i] <= 0:
+            break
+        out.append(i)
+        far = np.minimum(far, np.linalg.norm(U - U[:, i:i + 1], axis=0))
+        far[i] = -1.0
+    return out
+
+
+def bayes_confirmed(w: int, k: int) -> bool:
+    """The Bayesian stopping rule: ``w`` distinct minima from ``k`` solves and the
+    expected number of minima ``w (k - 1) / (k - w - 2)`` below ``w + 1/2``."""
+    return w >= 1 and k > w + 2 and w * (k - 1) / (k - w - 2) < w + 0.5
+
+
+#: Solves the stage wants before it judges the landscape (:meth:`LocalSearch.benign`):
+#: while it has fewer, a round tops its starts up with the population's points farthest
+#: from those taken (:func:`farthest`); so does a round without starts while the best
+#: minimum was reached from one start only.
+SEVERAL = 3
+
+
+def _same(a: float, b: float, ftol: float) -> bool:
+    return abs(a - b) <= ftol * max(1.0, abs(a), abs(b))
+
+
+@dataclass
+class LocalSearch:
+    """The stage, called by the driver at check points of a single instance.
+
+    Parameters
+    ----------
+    solve : callable
+        ``solve(X, limit) -> (X_end, used, ok)``: local solves from the columns of ``X``
+        (N, k) float64 within ``limit`` evaluations (None: no limit); ``X_end`` (N, k),
+        ``used`` the evaluations spent, ``ok`` (k,) which ends are local minima (the
+        others, a solve that stalled, are no record and no start of a count).
+    lower, upper : ndarray, shape (N,)
+        The search box (finite).
+    settings : LocalSettings
+    """
+
+    solve: object
+    lower: np.ndarray
+    upper: np.ndarray
+    settings: LocalSettings
+    minima: list = field(default_factory=list)
+    starts: list = field(default_factory=list)
+    seen: int = 0            # population points considered so far (MLSL's k)
+    solves: int = 0          # local solves that ended feasible
+    used: int = 0            # evaluations the stage spent
+    g_better: int = 0        # generation the best minimum was first found
+
+    def _units(self, X: np.ndarray) -> np.ndarray:
+        width = np.where(self.upper > self.lower, self.upper - self.lower, 1.0)
+        return (X - self.lower[:, None]) / width[:, None]
+
+    def best(self) -> Minimum | None:
+        """The best feasible minimum recorded (None while there is none)."""
+        feas = [m for m in self.minima if m.cv == 0]
+        return min(feas, key=lambda m: m.f) if feas else None
+
+    def __call__(self, st, algorithm, g: int, evals_left: int | None,
+                 search_evals: int):
+        """One round at generation ``g``: pick starts, solve, record, inject; returns
+        ``(evaluations spent, the round's best end as a one-point Population or
+        None)``.  ``evals_left``: the search's budget left (None: no
+        cap); ``search_evals``: the evolutionary search's evaluations so far."""
+        cfg = self.settings
+        share = cfg.share if self.benign() or self.solves < SEVERAL else cfg.rugged_share
+        room = share * search_evals - self.used
+        if evals_left is not None:
+            room = min(room, evals_left)
+        if room < 10:
+            return 0, None
+        pop = algorithm.population(st.alg)
+        X = np.asarray(to_numpy(pop.X[:, 0]), dtype=np.float64)
+        f = np.asarray(to_numpy(pop.f[0]), dtype=np.float64)
+        cv = np.asarray(to_numpy(pop.cv[0]), dtype=np.float64)
+        N, S = X.shape
+        self.seen += S
+        U = self._units(X)
+        r = critical_distance(self.seen, N, cfg.sigma)
+        taken = [self._units(s[:, None])[:, 0] for s in self.starts] + \
+            [m.u for m in self.minima]
+        T = np.stack(taken, axis=1) if taken else np.zeros((N, 0))
+        picks = mlsl_starts(U, r, T, cfg.max_starts)
+        best = self.best()
+        i0 = int(order(f, cv)[0])
+        if best is not None and cv[i0] == 0 and f[i0] < best.f and \
+                not _same(f[i0], best.f, cfg.ftol) and i0 not in picks:
+            picks = [i0] + picks[: cfg.max_starts - 1]  # a better basin than any recorded
+        short = SEVERAL - self.solves - len(picks)
+        if best is not None and best.hits < 2 and not picks:
+            short = max(short, 1)  # the best minimum wants a second start to confirm it
+        if short > 0:  # too few solves to judge the landscape: the farthest points too
+            picks += farthest(U, np.concatenate([T, U[:, picks]], axis=1), short, picks)
+        if not picks:
+            return 0, None
+        starts = X[:, picks]
+        ends, used, ok = self.solve(starts, int(room) - len(picks))
+        fe, cve = _evaluate(algorithm, ends, pop.X)
+        spent = int(used) + len(picks)
+        self.used += spent
+        self.starts.extend(starts.T.copy())
+        new = [j for j in range(len(picks))
+               if ok[j] and self._record(ends[:, j], fe[j], cve[j], g)]
+        if new and self.benign():
+            st.alg = _inject(algorithm, st.alg, ends[:, new], fe[new], cve[new])
+        j = int(order(fe, cve)[0])
+        return spent, Population(asarray(ends[:, j:j + 1, None], pop.X, dtype=pop.X.dtype),
+                                 asarray(fe[None, j:j + 1], pop.f, dtype=pop.f.dtype),
+                                 asarray(cve[None, j:j + 1], pop.cv, dtype=pop.cv.dtype))
+
+    def benign(self) -> bool:
+        """Whether the best basin drew at least half of :data:`SEVERAL` or more
+        solves.  Only then are minima fed into the population: where most
+        starts end in other minima the landscape is rugged, a minimum in the population
+        would pull the search into its basin early, and the search's own stagnation
+        rules (and restarts) decide; the best end still counts as the search's best
+        point."""
+        best = self.best()
+        return best is not None and self.solves >= SEVERAL and 2 * best.hits >= self.solves
+
+    def _record(self, x, f: float, cv: float, g: int) -> bool:
+        """Add the end ``x`` to the record; True when it is a new minimum.  An end
+        within ``xtol`` of a recorded minimum is that minimum reached again (its point
+        and value become the better of the two); an end elsewhere with the best
+        minimum's value (a manifold of minima, or a symmetry) counts as reaching it."""
+        if not np.isfinite(f) or not np.isfinite(cv):
+            return False
+        cfg = self.settings
+        u = self._units(x[:, None])[:, 0]
+        if cv == 0:
+            self.solves += 1
+        best = self.best()
+        for m in self.minima:
+            if (cv == 0) == (m.cv == 0) and np.max(np.abs(u - m.u)) <= cfg.xtol:
+                m.hits += 1
+                if f < m.f:
+                    m.x, m.u, m.f, m.cv = x.copy(), u, f, cv
+                return False
+        if cv == 0 and best is not None and _same(f, best.f, cfg.ftol):
+            best.hits += 1
+        self.minima.append(Minimum(x.copy(), u, f, cv, g))
+        if cv == 0 and (best is None or (f < best.f and not _same(f, best.f, cfg.ftol))):
+            self.g_better = g  # a better basin
+        return True
+
+    def confirmed(self, g: int) -> bool:
+        """Whether the best minimum is confirmed at generation ``g``: reached from two
+        starts or more, and from enough of them for :func:`bayes_confirmed`, or no
+        better basin came for ``window`` generations.  A search point better than every
+        minimum was a start of this generation's round (:meth:`__call__`, which runs
+        before the check), so a better basin it lies in has reset the window."""
+        best = self.best()
+        if best is None or best.hits < 2:
+            return False
+        w = sum(1 for m in self.minima if m.cv == 0)
+        return bayes_confirmed(w, self.solves) or g - self.g_better >= self.settings.window
+
+
+def _evaluate(algorithm, X: np.ndarray, like):
+    """The search's ``(f, cv)`` of the points ``X`` (N, k), as host float64 arrays."""
+    lower = algorithm.bounds[0]
+    Xd = asarray(X, like, dtype=like.dtype)
+    if len(lower.shape) == 3:  # an instance axis (DE): one instance
+        f, cv = algorithm.fit(Xd[:, None], *algorithm.args)
+        f, cv = f[0], cv[0]
+    else:
+        f, cv = algorithm.fit(Xd, *algorithm.args)
+    return (np.asarray(to_numpy(f), dtype=np.float64).reshape(-1),
+            np.asarray(to_numpy(cv), dtype=np.float64).reshape(-1))
+
+
+def _inject(algorithm, alg_state, Xm: np.ndarray, fm: np.ndarray, cvm: np.ndarray):
+    """The state with the worst ``m`` members of its one population replaced by the
+    points ``Xm`` (N, m) with ``fm``, ``cvm`` (m,), re-sorted best first under the
+    algorithm's keys (so both algorithms' invariants hold)."""
+    pop = algorithm.population(alg_state)
+    X, f, cv = pop.X[:, 0], pop.f[0], pop.cv[0]
+    xp = namespace(f)
+
+    def keys(f_, cv_):
+        kf, kc = algorithm.keys(f_[None], cv_[None], alg_state)
+        return kf.reshape(-1), kc.reshape(-1)
+
+    m = min(Xm.shape[1], X.shape[1] - 1)
+    keep = order(*keys(f, cv))[: X.shape[1] - m]
+    X2 = xp.concat([xp.take(X, keep, axis=1), asarray(Xm[:, :m], X, dtype=X.dtype)], axis=1)
+    f2 = xp.concat([f[keep], asarray(fm[:m], f, dtype=f.dtype)])
+    cv2 = xp.concat([cv[keep], asarray(cvm[:m], cv, dtype=cv.dtype)])
+    idx = order(*keys(f2, cv2))
+    new = Population(X2[:, idx][:, None], f2[idx][None], cv2[idx][None])
+    return algorithm.with_population(alg_state, new)

@@ -1,0 +1,55 @@
+"""The multistart stage (engine/_multistart.py): MLSL starts, the Bayesian rule, and a
+search with ``local_search="auto"`` that confirms its minimum and ends early."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import constropt
+from constropt._errors import OptionError
+from constropt.engine._multistart import bayes_confirmed, critical_distance, mlsl_starts
+
+
+def test_critical_distance_shrinks_with_the_sample():
+    r = [critical_distance(k, 3) for k in (10, 100, 1000, 10000)]
+    assert all(a > b for a, b in zip(r, r[1:]))
+
+
+def test_mlsl_skips_points_near_better_ones_and_taken_ones():
+    U = np.array([[0.1, 0.12, 0.9, 0.5], [0.1, 0.1, 0.9, 0.5]])  # best first
+    taken = np.array([[0.5], [0.5]])
+    # column 1 lies next to the better column 0; column 3 next to a taken point
+    assert mlsl_starts(U, 0.05, taken, 4) == [0, 2]
+    assert mlsl_starts(U, 0.05, taken, 1) == [0]
+
+
+def test_bayes_rule():
+    assert not bayes_confirmed(1, 3)
+    assert bayes_confirmed(1, 8) and not bayes_confirmed(1, 7)  # k > 2 w^2 + 3 w + 2
+    assert not bayes_confirmed(2, 16) and bayes_confirmed(2, 17)
+
+
+x = sp.symbols("x0:6")
+G03_6 = (-(sp.sqrt(6) ** 6) * sp.Mul(*x), [sp.Eq(sum(v**2 for v in x), 1)],
+         {v: (0, 1) for v in x})
+
+
+def test_auto_confirms_a_minimum_and_ends_early():
+    f, cons, box = G03_6
+    on = constropt.solve(f, cons, bounds=box, seed=0, local_search="auto")
+    off = constropt.solve(f, cons, bounds=box, seed=0, local_search=False)
+    assert on.feasible and on.status is constropt.Status.CONVERGED
+    assert on.fun == pytest.approx(-1.0, abs=1e-6)  # tight equality: f* = -1
+    assert abs(float(np.sum(on.x_array ** 2)) - 1.0) <= 1e-9
+    assert on.nfev < off.nfev
+
+
+def test_true_refused_where_it_cannot_run(tmp_path):
+    f, cons, box = G03_6
+    with pytest.raises(OptionError, match="local_search"):
+        constropt.solve(f, cons, bounds=box, seed=0, local_search=True,
+                        checkpoint=str(tmp_path / "c.ckpt"), max_generations=20)
+    with pytest.raises(OptionError, match="local_search"):
+        constropt.solve(f, cons, bounds=box, local_search="yes")
