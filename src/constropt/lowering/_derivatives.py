@@ -153,7 +153,8 @@ def _term_derivative(t, s):
 
 #: Runtime names that are not elementwise math (kept as they are in gradient mode).
 _STRUCTURAL = {"cast", "where", "out", "stack", "scatter", "minimize_key", "index", "lift",
-               "grid", "rsum", "bsum", "isnan", "viol_le", "viol_lt", "viol_eq", "powi"}
+               "grid", "rsum", "bsum", "isnan", "viol_le", "viol_lt", "viol_eq", "powi",
+               "table", "vtab", "assemble", "rall"}
 
 
 def gradient_runtime(rt) -> dict:
