@@ -22,7 +22,7 @@ import re
 from . import _rt_numpy
 from ._graph import MULTI, Graph
 
-__all__ = ["emit_function", "compile_source"]
+__all__ = ["emit_function", "compile_source", "table_name"]
 
 _ATOM, _UNARY, _MUL, _ADD = 100, 80, 60, 50
 _LABEL_CHARS = 40  # the longest user name echoed in a comment
@@ -66,9 +66,10 @@ _RESERVED = ({"X", "P", "eq_tol", "dtype", "True", "False", "None"}
 
 
 class _Emitter:
-    def __init__(self, graph: Graph, labels):
+    def __init__(self, graph: Graph, labels, tables: dict | None = None):
         self.g = graph
         self.labels = labels
+        self.tables = tables
         self.lines: list[str] = []
         self.text: dict[int, tuple[str, int]] = {}
         self.uses: dict[int, int] = {}
@@ -121,6 +122,12 @@ class _Emitter:
             self.text[n] = (txt, prec)
         txt, prec = self.text[n]
         return f"({txt})" if prec < min_prec else txt
+
+    def table(self, kind: str, shape: tuple, values: tuple) -> str:
+        """The name of a module-level constant table (see :mod:`._leafblocks`)."""
+        if self.tables is None:
+            raise AssertionError("a constant table needs emit_function(tables=...)")
+        return table_name(self.tables, kind, shape, values)
 
     def _label(self, kind: str, k: int) -> str:
         text = self.labels(kind, k) if self.labels is not None else None
@@ -178,6 +185,15 @@ class _Emitter:
             return f"grid(X, {key[1]}, {key[2]}, {key[3]}, dtype)", _ATOM
         if op in ("cvec", "gather"):
             return _vector_leaf(key), _ATOM
+        if op == "ctab":
+            return f"vtab({self.table('f', (len(key[1]),), key[1])}, X, dtype)", _ATOM
+        if op == "matvec":
+            matrix = key[1]
+            name = self.table("f", (len(matrix), len(matrix[0])),
+                              tuple(v for row in matrix for v in row))
+            return f"matvec({name}, {self.get(key[2])})", _ATOM
+        if op == "all":
+            return f"rall({self.get(key[1])})", _ATOM
         if op == "index":
             return f"index({key[1]}, {key[2]}, {key[3]}, {key[4]}, X, dtype)", _ATOM
         if op in ("sum", "prod"):
@@ -231,16 +247,27 @@ def _vector_leaf(key: tuple) -> str:
     return f"vconst(({', '.join(_fmt_const(v)[0] for v in key[1])},), X, dtype)"
 
 
+def table_name(tables: dict, kind: str, shape: tuple, values: tuple) -> str:
+    """The name of the table ``(kind, shape, values)`` in ``tables``, added if new."""
+    key = (kind, tuple(shape), tuple(values))
+    name = tables.get(key)
+    if name is None:
+        name = tables[key] = f"K{len(tables)}"
+    return name
+
+
 def emit_function(graph: Graph, name: str, args: str, outputs: list, returns: str,
-                  labels=None, doc: str = "") -> str:
+                  labels=None, doc: str = "", tables: dict | None = None) -> str:
     """Emit ``def name(args):`` computing ``outputs`` (``[(target, node_id)]``).
 
     ``returns`` is the return expression over the targets (e.g. ``"f, out(cv, X, dtype)"``).
     Output nodes are always given their target names.  ``labels(kind, k)`` (``kind`` is
     ``"var"`` or ``"param"``) gives the user's name of variable row / parameter ``k`` for
-    a comment beside its definition; it never becomes code.
+    a comment beside its definition; it never becomes code.  Constant tables the
+    function reads are named in ``tables`` (``(kind, shape, values) -> name``), which the
+    caller emits once at module level (:func:`._leafblocks.tables_source`).
     """
-    em = _Emitter(graph, labels)
+    em = _Emitter(graph, labels, tables)
     em.count([nid for _, nid in outputs])
     body: list[str] = []
     for target, nid in outputs:

@@ -80,6 +80,7 @@ class SymbolicDerivative:
         self.real = {s: sp.Dummy(str(s), real=True) for s in self.symbols}
         self.back = {v: k for k, v in self.real.items()}
         self.position = {v: k for k, v in enumerate(self.real.values())}
+        self._index = {v: k for k, v in enumerate(self.symbols)}
         self._prepared: dict = {}
 
     def _prepare(self, expr):
@@ -107,6 +108,9 @@ class SymbolicDerivative:
     def nonzeros(self, expr) -> list:
         """``[(k, d expr / d symbols[k])]`` for every symbol ``expr`` contains whose
         derivative is not identically 0, in the order of ``symbols``."""
+        linear = self._linear(expr)
+        if linear is not None:
+            return linear
         e = self._prepare(expr)
         terms: dict = {}
         for t in (e.args if isinstance(e, sp.Add) else (e,)):
@@ -121,6 +125,25 @@ class SymbolicDerivative:
             if d != 0:
                 out.append((k, d))
         return out
+
+
+    def _linear(self, expr):
+        """``nonzeros`` of an affine ``expr`` (terms ``c``, ``s``, ``c*s`` with numbers
+        ``c``: bounds and linear rows), read from its terms; None for any other.  The
+        same numbers the derivative computes (a real dummy changes nothing there),
+        without preparing the expression."""
+        out = []
+        for t in (expr.args if isinstance(expr, sp.Add) else (expr,)):
+            if t.is_Number:
+                continue
+            s = t if t.is_Symbol else t.args[1] if (
+                t.is_Mul and len(t.args) == 2 and t.args[0].is_Number) else None
+            k = self._index.get(s)
+            if k is None:
+                return None
+            out.append((k, sp.S.One if s is t else t.args[0]))
+        out.sort(key=lambda kc: kc[0])
+        return [(k, c) for k, c in out if c != 0]
 
 
 def _linear_coefficient(t, s):
@@ -153,7 +176,8 @@ def _term_derivative(t, s):
 
 #: Runtime names that are not elementwise math (kept as they are in gradient mode).
 _STRUCTURAL = {"cast", "where", "out", "stack", "scatter", "minimize_key", "index", "lift",
-               "grid", "rsum", "bsum", "isnan", "viol_le", "viol_lt", "viol_eq", "powi"}
+               "grid", "rsum", "bsum", "isnan", "viol_le", "viol_lt", "viol_eq", "powi",
+               "table", "vtab", "assemble", "rall"}
 
 
 def gradient_runtime(rt) -> dict:

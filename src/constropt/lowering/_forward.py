@@ -280,6 +280,36 @@ def vconst(values, X, dtype):
     return rt.vconst(values, _v(X), dtype)
 
 
+def vtab(values, X, dtype):
+    return rt.vtab(values, _v(X), dtype)
+
+
+def matvec(matrix, v):
+    val = rt.matvec(matrix, _v(v))
+    if not isinstance(v, Dual):
+        return val
+    d = _align(v.d, _nd(v))  # (N, c, *batch) -> (N, k, *batch)
+    return Dual(val, np.moveaxis(np.tensordot(matrix.astype(d.dtype), d, (1, 1)), 0, 1))
+
+
+def rall(body):
+    return rt.rall(_v(body))
+
+
+def assemble(items, blocks, rows, m: int, X, dtype):
+    batch = X.v.shape[1:]
+    N = X.d.shape[0]
+    v = np.empty((m,) + batch, dtype=dtype)
+    d = np.zeros((N, m) + batch, dtype=dtype)
+    parts = [stack(items, X, dtype)] + list(blocks)
+    for part, spec in zip(parts, rows):
+        idx = rt._rows(spec)
+        v[idx] = _v(part)
+        if isinstance(part, Dual):
+            d[:, idx] = _align(part.d, np.ndim(part.v))
+    return Dual(v, d)
+
+
 def out(v, X, dtype):
     val = rt.out(_v(v), _v(X), dtype)
     N = X.d.shape[0]
@@ -301,7 +331,7 @@ def _namespace() -> dict:
         ns[f.runtime_name] = _unary(f) if f.arity == 1 else _several(f)
     ns["recip"] = _recip
     for fn in (powi, powf, pow, div, where, cast, rsum, rprod, bsum, index, lift, grid,
-               vconst, out, stack):
+               vconst, out, stack, vtab, matvec, rall, assemble):
         ns[fn.__name__] = fn
     return ns
 

@@ -41,11 +41,11 @@ SUPPORTED = ("arithmetic, powers, sqrt, " + ", ".join(c.__name__ for c in SYMPY_
              "relationals")
 
 _LEAVES = ("const", "nan", "true", "false", "var", "param", "index", "slice", "grid", "bsum",
-           "cvec", "gather")
+           "cvec", "gather", "ctab")
 #: op -> positions (in the node tuple) of operands that are node ids; default: all.
 OPERANDS = {op: () for op in _LEAVES}
 OPERANDS.update({"powi": (1,), "powf": (1,), "fn": (2,), "cmp": (2, 3), "sum": (1,),
-                 "prod": (1,)})
+                 "prod": (1,), "matvec": (2,)})
 #: The table's functions of one argument (``("fn", name, a)``) and of several
 #: (``(name, a, b)``), by name.
 FN = {f.name: f for f in NODE_FUNCTIONS if f.arity == 1}
@@ -53,7 +53,8 @@ MULTI = {f.name: f for f in NODE_FUNCTIONS if f.arity != 1}
 #: ops whose result is never NaN when no operand is (overflow aside); see ``may_nan``.
 _TOTAL = {"add", "mul", "neg", "powi", "cmp", "and", "or", "not", "xor", "where", "sum",
           "prod", "const", "true", "false", "var", "param", "index", "slice", "grid",
-          "bsum", "cvec", "gather"} | {op for op, f in MULTI.items() if f.total}
+          "bsum", "cvec", "gather", "ctab", "matvec", "all"} | {
+              op for op, f in MULTI.items() if f.total}
 #: ops folded by the NumPy runtime's function of that name.
 _FOLD = {"div": "div", "pow": "pow", "recip": "recip", "minkey": "minimize_key",
          **{op: f.runtime_name for op, f in MULTI.items()}}

@@ -34,7 +34,8 @@ __all__ = ["lower_add", "MIN_TERMS", "template"]
 MIN_TERMS = 64
 
 _MAX_NODES = 48  # the largest template considered (nodes visited per term)
-_VECTOR = ("slice", "grid", "index", "bsum", "sum", "prod", "cvec", "gather")
+_VECTOR = ("slice", "grid", "index", "bsum", "sum", "prod", "cvec", "gather", "ctab",
+           "matvec", "all")
 _EXACT = ("nan", "true", "false", "param")
 
 

@@ -110,6 +110,45 @@ def vconst(values, X, dtype):
     return np.asarray(values, dtype=dtype).reshape((len(values),) + (1,) * (X.ndim - 1))
 
 
+# -- constant tables and leaf blocks (._leafblocks) ---------------------------------------
+def table(kind: str, shape: tuple, text: str):
+    """A module-level constant of generated code: the exact ``repr`` words of ``text``
+    as float64 (``kind == "f"``) or int64 (``"i"``) of ``shape``."""
+    return np.array(text.split(), dtype=np.float64 if kind == "f" else np.int64).reshape(shape)
+
+
+def vtab(values, X, dtype):
+    """A constant table on the leaves' axis, shape ``(len(values), 1, ...)`` beside the
+    batch axes of ``X`` (as ``vconst``)."""
+    return values.astype(dtype, copy=False).reshape((len(values),) + (1,) * (X.ndim - 1))
+
+
+def matvec(matrix, v):
+    """``matrix @ v`` over the first axis of ``v`` (rows of ``X``, shape ``(c, *batch)``):
+    shape ``(k, *batch)``."""
+    m = matrix.astype(v.dtype, copy=False)
+    return (m @ v.reshape(v.shape[0], -1)).reshape((m.shape[0],) + v.shape[1:])
+
+
+def rall(body):
+    return np.all(body, axis=0)
+
+
+def _rows(spec):
+    return slice(*spec) if isinstance(spec, tuple) else spec
+
+
+def assemble(items, blocks, rows, m: int, X, dtype):
+    """An ``(m, *batch)`` array of the rows ``items`` (one each) and ``blocks`` (``(k,
+    *batch)`` each) at their ``rows`` (``(start, stop, step)`` or an index table), the
+    items' first."""
+    res = np.empty((m,) + tuple(X.shape[1:]), dtype=dtype)
+    res[_rows(rows[0])] = stack(items, X, dtype)
+    for b, spec in zip(blocks, rows[1:]):
+        res[_rows(spec)] = b
+    return res
+
+
 # -- constraints and outputs ------------------------------------------------------------
 def viol_le(c):
     return np.where(c <= 0, 0.0, np.where(c > 0, c, inf))

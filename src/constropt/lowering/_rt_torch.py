@@ -203,6 +203,50 @@ def vconst(values, X, dtype):
         (len(values),) + (1,) * (X.dim() - 1))
 
 
+# -- constant tables and leaf blocks (._leafblocks) ---------------------------------------
+def table(kind: str, shape: tuple, text: str):
+    """A module-level constant of generated code: the exact ``repr`` words of ``text``
+    as float64 (``kind == "f"``) or int64 (``"i"``) of ``shape`` (on the CPU)."""
+    if kind == "f":
+        return torch.tensor([float(w) for w in text.split()], dtype=torch.float64).reshape(
+            shape)
+    return torch.tensor([int(w) for w in text.split()], dtype=torch.int64).reshape(shape)
+
+
+def vtab(values, X, dtype):
+    """A constant table on the leaves' axis, shape ``(len(values), 1, ...)`` beside the
+    batch axes of ``X`` (as ``vconst``)."""
+    return values.to(dtype=dtype, device=X.device).reshape(
+        (values.shape[0],) + (1,) * (X.dim() - 1))
+
+
+def matvec(matrix, v):
+    """``matrix @ v`` over the first axis of ``v`` (rows of ``X``, shape ``(c, *batch)``):
+    shape ``(k, *batch)``."""
+    m = matrix.to(dtype=v.dtype, device=v.device)
+    return (m @ v.reshape(v.shape[0], -1)).reshape((m.shape[0],) + v.shape[1:])
+
+
+def rall(body):
+    return torch.all(body, dim=0)
+
+
+def _rows(spec, device):
+    return slice(*spec) if isinstance(spec, tuple) else spec.to(device)
+
+
+def assemble(items, blocks, rows, m: int, X, dtype):
+    """An ``(m, *batch)`` tensor of the rows ``items`` (one each) and ``blocks`` (``(k,
+    *batch)`` each) at their ``rows`` (``(start, stop, step)`` or an index table), the
+    items' first."""
+    res = torch.empty((m,) + tuple(X.shape[1:]), dtype=dtype, device=X.device)
+    if items:
+        res[_rows(rows[0], X.device)] = stack(items, X, dtype)
+    for b, spec in zip(blocks, rows[1:]):
+        res[_rows(spec, X.device)] = b.to(dtype)
+    return res
+
+
 # -- constraints and outputs ------------------------------------------------------------
 def viol_le(c):
     """``max(c, 0)``, ``inf`` where ``c`` is NaN (three operations: most of a small
