@@ -289,14 +289,17 @@ def test_the_compile_warning_states_the_estimate_for_this_source(blog2, blog3, s
     monkeypatch.setattr(_fitness, "expected_compile_seconds", estimate)
     pop = torch.as_tensor(population(100, seed=3)[:100])
     size = f"{len(blog2.source):,} bytes"
+    first = blog2.fitness(compile=True)  # kept: the warning's key holds its kernel's id
     with pytest.warns(constropt.CompileWarning, match=f"up to about 4321 s for {size}"):
-        blog2.fitness(compile=True)(pop)
+        first(pop)
     assert asked == [(len(blog2.source), False)]
     monkeypatch.setattr(_fitness, "expected_compile_seconds", expected_compile_seconds)
     want = f"about {expected_compile_seconds(len(blog3.source)):.0f} s for " \
         f"{len(blog3.source):,} bytes"
+    second = blog3.fitness(compile=True)
     with pytest.warns(constropt.CompileWarning, match=want):
-        blog3.fitness(compile=True)(pop)
+        second(pop)
+    assert first is not second
 
 
 @pytest.mark.parametrize("reads", ["avx2", "words"])
