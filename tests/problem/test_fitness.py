@@ -262,7 +262,8 @@ def test_auto_is_the_default_numpy_below_the_threshold_compiled_above(blog2, spy
     _same(got_t.numpy(), blog_numpy(2, small))
     assert spy == [], "a small call went to the compiled kernel"
     big = np.random.default_rng(4).uniform(-25, 25, (AUTO_COMPILE_WORK // 3, 3))
-    with pytest.warns(constropt.CompileWarning, match=r"10-20 s with a cold compile cache"):
+    with pytest.warns(constropt.CompileWarning, match=r" s for [\d,]+ bytes of generated code "
+                      "with a cold compile cache"):
         got = fit(big)
     assert isinstance(got, np.ndarray) and len(spy) == 1
     _same(got, blog_numpy(2, big))
@@ -270,6 +271,66 @@ def test_auto_is_the_default_numpy_below_the_threshold_compiled_above(blog2, spy
     assert len(spy) == 2
     # rows are compiled with inductor's tiling heuristic off (vectorized gathers)
     assert spy[0][2] == {"cpp.enable_tiling_heuristics": False}
+
+
+def test_the_compile_warning_states_the_estimate_for_this_source(blog2, blog3, spy,
+                                                                 monkeypatch):
+    """The warning's number is the compile-cost estimate for this problem's generated
+    source (expected_compile_seconds, the fitness alone), not a fixed range."""
+    from constropt.backend._compile import expected_compile_seconds
+    from constropt.problem import _fitness
+
+    asked = []
+
+    def estimate(source_bytes, step=False):
+        asked.append((source_bytes, step))
+        return 4321.0
+
+    monkeypatch.setattr(_fitness, "expected_compile_seconds", estimate)
+    pop = torch.as_tensor(population(100, seed=3)[:100])
+    size = f"{len(blog2.source):,} bytes"
+    first = blog2.fitness(compile=True)  # kept: the warning's key holds its kernel's id
+    with pytest.warns(constropt.CompileWarning, match=f"up to about 4321 s for {size}"):
+        first(pop)
+    assert asked == [(len(blog2.source), False)]
+    monkeypatch.setattr(_fitness, "expected_compile_seconds", expected_compile_seconds)
+    want = f"about {expected_compile_seconds(len(blog3.source)):.0f} s for " \
+        f"{len(blog3.source):,} bytes"
+    second = blog3.fitness(compile=True)
+    with pytest.warns(constropt.CompileWarning, match=want):
+        second(pop)
+    assert first is not second
+
+
+@pytest.mark.parametrize("reads", ["avx2", "words"])
+def test_float32_rows_compile_as_row_vectors_answers(blog2, spy, monkeypatch, reads):
+    """Float32 CPU rows: the plain rows kernel with 256-bit vectors (inductor picks AVX2
+    for this compile only) where row_vectors() answers "avx2", the int64 words kernel
+    where it answers "words"; float64 rows keep inductor's own pick."""
+    from constropt.problem import _fitness
+
+    monkeypatch.setattr(_fitness, "row_vectors", lambda: reads)
+    fit = blog2.fitness()
+    S = 120_000  # 360,000 numbers: compiled
+    big = np.random.default_rng(6).uniform(-25, 25, (S, 3))
+    pop = torch.as_tensor(big, dtype=torch.float32)
+    with pytest.warns(constropt.CompileWarning):
+        got = fit(pop).numpy()
+    want = blog2.fitness(compile=False)(pop.numpy())  # the NumPy path, float32
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    fin = np.isfinite(want)
+    # float32 on both sides, the same operations: the same roundings
+    np.testing.assert_array_equal(got[fin], want[fin])
+    shape, _, options = spy[-1]
+    if reads == "avx2":
+        assert shape == (S, 3)
+        assert options == {"cpp.enable_tiling_heuristics": False, "cpp.simdlen": 256}
+    else:
+        assert shape == (S // 2, 3)  # pairs of rows as int64 words
+        assert options == {"cpp.enable_tiling_heuristics": False}
+    with pytest.warns(constropt.CompileWarning):
+        fit(big)  # float64: as inductor picks
+    assert spy[-1][2] == {"cpp.enable_tiling_heuristics": False}
 
 
 def test_small_compiled_calls_run_on_one_thread(blog3, spy):

@@ -4,9 +4,10 @@
   working dtype (``problem/_fitness_numpy.py``) against the same source run with Python
   float literals, on every problem of the collection's kind of expressions used here;
   NumPy's floating-point error state is restored and no warning reaches the caller.
-- Compiled CPU float32 rows read as int64 words (``problem/_fitness_words.py``) against
-  the plain rows kernel, for an odd and an even number of genes, and every kind it
-  serves; populations it cannot view fall back to the plain kernel.
+- Compiled CPU float32 rows read as int64 words (``problem/_fitness_words.py``) or with
+  256-bit AVX2 vectors (``row_vectors``) against the plain rows kernel, for an odd and
+  an even number of genes, and every kind they serve; populations the words cannot view
+  fall back to the plain kernel.
 """
 
 from __future__ import annotations
@@ -117,20 +118,30 @@ def test_words_need_a_view_they_can_take():
     assert _fitness_words.eligible(blog2(), "split")
 
 
+def _has_avx2() -> bool:
+    from torch._inductor import cpu_vec_isa
+
+    return any(isinstance(v, cpu_vec_isa.VecAVX2) for v in cpu_vec_isa.valid_vec_isa_list())
+
+
 @pytest.mark.compile
 @quiet_torch
 @quiet_compile
 @pytest.mark.parametrize("kind", ["death", "penalty", "split"])
 @pytest.mark.parametrize("make", [blog2, awkward])  # 3 genes (pairs of rows), 4 (words)
-def test_float32_rows_as_words_give_the_plain_kernels_bits(make, kind):
+@pytest.mark.parametrize("reads", ["words", "avx2"])
+def test_float32_rows_as_words_or_avx2_give_the_plain_kernels_bits(make, kind, reads):
     torch = pytest.importorskip("torch")
+    if reads == "avx2" and not _has_avx2():
+        pytest.skip("no AVX2 on this CPU")
     problem = make()
     fast = problem.fitness(kind, compile=True)
+    fast._reads = reads  # what row_vectors() answers on a CPU of that kind
     plain = problem.fitness(kind, compile=True)
-    plain._words = False
-    for S in (3000, 1202, 777):  # 777 rows of 3: an odd count of floats, plain kernel
+    plain._genes = False  # the rows kernel as inductor picks it
+    for S in (3000, 1202, 777):  # 777 rows of 3: an odd count of floats, no words
         pop = torch.as_tensor(points(problem, S, S, np.float32))
-        if S == 1202:  # a second size reuses the words kernel
+        if S == 1202:  # a second size reuses the kernel
             with torch.compiler.set_stance("fail_on_recompile"):
                 got = fast(pop)
         else:
@@ -141,5 +152,8 @@ def test_float32_rows_as_words_give_the_plain_kernels_bits(make, kind):
             assert g.dtype == torch.float32 and g.shape == (S,) and g.is_contiguous()
             assert torch.equal(g.isnan(), v.isnan())
             assert torch.equal(g.nan_to_num(0.0), v.nan_to_num(0.0))
-    # keys (one thread?, words?): the words kernel served the fast one only
-    assert any(w for _, w in fast._compiled) and not any(w for _, w in plain._compiled)
+    # keys (one thread?, reads): the words / AVX2 kernel served the fast one only; the
+    # words' fallback (777 rows of 3) is the plain kernel
+    assert {r for _, r in plain._compiled} == {""}
+    assert {r for _, r in fast._compiled} == (
+        {reads, ""} if reads == "words" and problem.n % 2 else {reads})

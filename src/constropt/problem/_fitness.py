@@ -23,8 +23,13 @@ Layouts and speed.  The generated code reads the population variable by variable
 are strided; the adapter reads the rows through ``reshape(-1, n)`` (a static stride
 ``n``, where ``dynamic=True`` would otherwise make the stride symbolic) and compiles
 with inductor's tiling heuristic off, so the loop is vectorized with gathered loads
-instead of falling back to scalar code; float32 rows on the CPU are read as int64 words,
-two genes per load (:mod:`._fitness_words`).  The NumPy path copies a row-major
+instead of falling back to scalar code.  Float32 rows over single genes on an x86 CPU
+compile with 256-bit (AVX2) vectors where inductor would pick 512-bit ones
+(:func:`row_vectors`): AVX-512's compare masks live in mask registers, which inductor's
+code converts to vectors and back for every ``&`` of two conditions and every gathered
+lane, about as much work again as the fitness itself; with AVX2 a compare gives a vector
+mask directly.  Elsewhere (no AVX2) they are read as int64 words, two genes per load
+(:mod:`._fitness_words`).  The NumPy path copies a row-major
 population of a few genes (from :data:`CONTIGUOUS_MIN` individuals on) to contiguous
 columns first and runs the generated code with
 its float literals bound as 0-d arrays of the working dtype (:mod:`._fitness_numpy`).
@@ -35,20 +40,21 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import sys
 import warnings
 
 import numpy as np
 
 from .._errors import DeviceError, OptionError, ProblemError
-from ..backend._compile import compiled
+from ..backend._compile import compiled, expected_compile_seconds
 from ..backend._devices import resolve_device
 from ._adapters import constraint_plan, signed_constraints
 from ._fitness_numpy import numpy_functions
 from ._fitness_words import eligible, unpack, words, words_adapter
 
 __all__ = ["Fitness", "KINDS", "LAYOUTS", "CompileWarning", "AUTO_COMPILE_WORK",
-           "ONE_THREAD_WORK"]
+           "ONE_THREAD_WORK", "row_vectors"]
 
 #: The fitness a :class:`Fitness` returns, see :meth:`constropt.Problem.fitness`.
 KINDS = ("death", "penalty", "split", "constraints")
@@ -170,6 +176,41 @@ def _working_dtype(dtype):
                       f"'float64') or None, got {dtype!r}")
 
 
+def row_vectors() -> str:
+    """How compiled float32 rows over single genes are read on this CPU: ``"avx2"``
+    (the kernel compiled with 256-bit AVX2 vectors) on an x86 CPU with AVX2, where
+    inductor picks AVX2 or a wider ISA (AVX-512); ``"words"`` (the int64 words of
+    :mod:`._fitness_words`) on every other CPU.
+
+    ``benchmarks/results/fitness.md`` times the AVX2 rows kernel on an AVX-512 CPU
+    (examples 2 and 3 at one thread).  With AVX2 the int64 words cost more than they save
+    (each half needs a shift and a narrowing), so AVX2 reads the genes themselves.  A
+    ``torch._inductor.config.cpp.simdlen`` or ``ATEN_CPU_CAPABILITY`` of the user's
+    stands: then only a pick of AVX2 itself reads the genes, any other the words.
+    """
+    from torch._inductor import config
+    from torch._inductor import cpu_vec_isa as isa  # lazy: the NumPy path never imports it
+
+    pick = isa.pick_vec_isa()  # inductor's own choice, cached; compiling runs it anyway
+    if isinstance(pick, isa.VecAVX2):
+        return "avx2"
+    if config.cpp.simdlen is not None or os.environ.get("ATEN_CPU_CAPABILITY") or \
+            pick.bit_width() <= 256:
+        return "words"
+    return "avx2" if any(isinstance(v, isa.VecAVX2) for v in isa.valid_vec_isa_list()) \
+        else "words"
+
+
+def _compile_cost(source: str) -> str:
+    """What the compile warning says it costs: the estimate of
+    :func:`~constropt.backend._compile.expected_compile_seconds` for this generated
+    source (the fitness alone, a cold cache; it errs high)."""
+    cost = expected_compile_seconds(len(source))
+    return (f"expect up to about {cost:.0f} s for {len(source):,} bytes of generated code "
+            "with a cold compile cache, less when this structure was compiled before on "
+            "this machine")
+
+
 @contextlib.contextmanager
 def _one_thread(torch):
     saved = torch.get_num_threads()
@@ -236,8 +277,11 @@ class Fitness:
         self._dtype = _working_dtype(dtype)
         self._pvec = problem.parameter_vector(parameters)
         self._eager = None  # the torch adapter, built on first use
-        self._compiled: dict = {}  # (serial?, words?) -> its compiled adapter
-        self._words = self._rows and eligible(problem, kind)  # see _fitness_words
+        self._compiled: dict = {}  # (serial?, reads) -> its compiled adapter
+        # float32 rows over single genes: the reads of row_vectors() (decided on the
+        # first compiled call), else "" (the plain rows kernel as inductor picks)
+        self._genes = self._rows and eligible(problem, kind)
+        self._reads: str | None = None
         self._inputs: dict = {}  # (device, dtype) -> (P, eq_tol, weight) tensors
         self._np_inputs: dict = {}  # genes' dtype char -> (adapter, P, eq_tol, weight)
         # the NumPy fast path of __call__: a plain CPU array of fewer individuals than
@@ -315,10 +359,15 @@ class Fitness:
             # guards on the thread count, so each variant keeps its own compiled code
             serial = work < ONE_THREAD_WORK and pop.device.type == "cpu" and \
                 torch.get_num_threads() > 1
-            if self._words and dtype == torch.float32:  # float32 rows as int64 words
-                W = words(pop, self._n)
-                pop = pop if W is None else W
-            fn = self._compiled_fn(serial, W is not None)
+            reads = ""
+            if self._genes and dtype == torch.float32 and pop.device.type == "cpu":
+                if self._reads is None:
+                    self._reads = row_vectors()
+                reads = self._reads
+                if reads == "words":  # float32 rows as int64 words
+                    W = words(pop, self._n)
+                    pop, reads = (pop, "") if W is None else (W, reads)
+            fn = self._compiled_fn(serial, reads)
             if serial:
                 threads = _one_thread(torch)
             axis = 0 if self.layout == "rows" else 1
@@ -329,8 +378,8 @@ class Fitness:
                     f"compiling the {self.kind!r} fitness for {self.problem.n} genes of "
                     f"{genes} on {pop.device.type}"
                     f"{' (one thread, for small calls)' if serial else ''} with "
-                    "torch.compile: expect 10-20 s with a cold compile cache, 2-5 s warm; "
-                    "once per process, later calls of any population size reuse it "
+                    f"torch.compile: {_compile_cost(self.problem.source)}; once per "
+                    "process, later calls of any population size reuse it "
                     "(compile=False never compiles)", CompileWarning, stacklevel=3)
                 # the genes' axis static: constant strides, which inductor vectorizes
                 torch._dynamo.mark_static(pop, 1 - axis)
@@ -341,8 +390,11 @@ class Fitness:
             out = fn(pop, P, tol, w)
         return out if W is None else unpack(out, self._n)
 
-    def _compiled_fn(self, serial: bool = False, packed: bool = False):
-        hit = self._compiled.get((serial, packed))
+    def _compiled_fn(self, serial: bool = False, reads: str = ""):
+        """The compiled adapter: on one thread (``serial``) or not; ``reads`` "words"
+        (over the int64 words of :mod:`._fitness_words`), "avx2" (the rows kernel with
+        256-bit vectors, see :func:`row_vectors`) or "" (as inductor picks)."""
+        hit = self._compiled.get((serial, reads))
         if hit is None:
 
             if self._eager is None:
@@ -351,10 +403,12 @@ class Fitness:
             # would still count those reads as too costly to vectorize (a scalar
             # loop); gathered vector loads win (docs/fitness.md)
             options = {"cpp.enable_tiling_heuristics": False} if self._rows else None
-            fn = words_adapter(self.problem, self.kind) if packed else self._eager
-            hit = self._compiled[serial, packed] = compiled(
+            if reads == "avx2":
+                options["cpp.simdlen"] = 256  # this compile only; inductor picks AVX2
+            fn = words_adapter(self.problem, self.kind) if reads == "words" else self._eager
+            hit = self._compiled[serial, reads] = compiled(
                 fn, (self.problem.source, "public fitness", self.kind, self.layout,
-                     self.problem.n, "serial" if serial else "", "words" if packed else ""),
+                     self.problem.n, "serial" if serial else "", reads),
                 options=options)
         return hit
 
