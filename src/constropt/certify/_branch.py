@@ -139,7 +139,8 @@ def _root_obbt(s: _Setup, bounder, seconds: float = math.inf,
                                                 s.hi.double(), s.P, s.targets, s.integer)
         if bool(empty.any()):
             return True  # left to the branch-and-bound's own proof
-        got = bounder.tighten(*bounder.ranges(lo, hi, s.P, domains), lo.shape[0])
+        got = bounder.tighten(*bounder.ranges(lo, hi, s.P, domains), lo.shape[0],
+                              cuts=bounder.cuts(lo, hi, s.P))
         if got is None:
             return False
         tl = torch.as_tensor(got[0], dtype=torch.float64).reshape(-1, 1)
@@ -237,14 +238,16 @@ class _Pruner:
                if d[0].dim() == 1 and d[0].shape[0] == lower.shape[0]}
         slo, shi = lo[:, idx].double(), hi[:, idx].double()
         ranges, consts = self.lp.ranges(slo, shi, self.s.P, sub)
-        lb = self.lp.bounds(ranges, consts, k)
+        cuts = self.lp.cuts(slo, shi, self.s.P)
+        lb = self.lp.bounds(ranges, consts, k, cuts=cuts)
         tl = torch.as_tensor(self.lp.tight[0], dtype=torch.float64, device=lo.device)
         th = torch.as_tensor(self.lp.tight[1], dtype=torch.float64, device=lo.device)
         if NODE_OBBT_SHARE > 0 and math.isfinite(lb[0]) and lb[0] <= self.U \
                 and self.obbt_s < NODE_OBBT_SHARE * sum(self.spent.values()):
             t_o = time.perf_counter()
             got = self.lp.tighten({n: (a[:1], b[:1], u[:1]) for n, (a, b, u)
-                                   in ranges.items()}, consts, lo.shape[0])
+                                   in ranges.items()}, consts, lo.shape[0],
+                                  cuts=[(c, S[:, :1], r[:1]) for c, S, r in cuts])
             if got is None:  # no feasible point with f <= U in the box
                 lb[0] = math.inf
             else:

@@ -47,6 +47,10 @@ _QUIET: list = []
 #: Whether each box's LP also tightens the variables' bounds by its reduced costs
 #: (:func:`reduced_cost_bounds`).
 REDUCED_COSTS = True
+#: Which functions' alpha-BB cuts (:mod:`._alphabb`; tangent planes of convex ones) the
+#: LPs get: ``"partial"``, the objective and constraints with some node that has no rows
+#: of its own (``sin``, ...); ``"all"``, every nonlinear one; False, none.
+ALPHA_BB: bool | str = False
 #: Whether a box's LP starts the simplex from the previous LP's optimal basis (same
 #: shape) instead of from scratch.
 WARM = True
@@ -178,6 +182,18 @@ class LPBounder:
         # whether every node has rules (no interval fallback): the LP then sees the
         # whole problem, and its bounds and gaps are worth more of the time
         self.covered = all(_covered(self.graph.nodes[n]) for n in self.order)
+        self.alpha = None
+        if ALPHA_BB:
+            from ._alphabb import AlphaCuts
+            from ._exclusion import heavy
+            prog = model.program
+
+            def partial(node):  # some node of the function has no rows of its own
+                return ALPHA_BB == "all" or not all(
+                    _covered(self.graph.nodes[k]) for k in prog.order_for([node]))
+            self.alpha = AlphaCuts(model, self.n_vars, heavy(model), only=partial)
+            if not self.alpha.funcs:
+                self.alpha = None
         # the cutoff f <= U (the objective's target): reduced-cost tightening uses it
         self.cutoff = min((b for n, _, b in self.targets if n == model.f), default=math.inf)
         self.lps = 0
@@ -194,7 +210,13 @@ class LPBounder:
     def box_bounds(self, lo, hi, P, domains: dict) -> np.ndarray:
         """Safe LP bounds of the boxes ``[lo, hi]`` (tensors of shape ``(N, m)``) with
         their node domains (shape ``(m,)`` each)."""
-        return self.bounds(*self.ranges(lo, hi, P, domains), lo.shape[1])
+        return self.bounds(*self.ranges(lo, hi, P, domains), lo.shape[1],
+                           cuts=self.cuts(lo, hi, P))
+
+    def cuts(self, lo, hi, P) -> list:
+        """The alpha-BB cuts of the boxes ``[lo, hi]`` (tensors of shape ``(n, m)``;
+        :class:`~._alphabb.AlphaCuts`), empty without ``ALPHA_BB``."""
+        return self.alpha(lo, hi, P) if self.alpha is not None else []
 
     def ranges(self, lo, hi, P, domains: dict):
         """``(ranges, consts)`` of :func:`~._relax.relax` for the boxes ``[lo, hi]``."""
@@ -222,7 +244,7 @@ class LPBounder:
             ranges[n] = (np.where(use, a, 0.0), np.where(use, b, 0.0), use)
         return ranges, consts
 
-    def bounds(self, ranges: dict, consts: dict, m: int) -> np.ndarray:
+    def bounds(self, ranges: dict, consts: dict, m: int, cuts=()) -> np.ndarray:
         """Safe LP bounds of ``m`` boxes (``-inf`` where none, ``+inf`` where the LP
         proves a box empty) from node ranges ``{node: (lo, hi, usable)}``; ``gaps``
         (shape ``(n_vars, m)``) is left with each variable's share of the McCormick gaps
@@ -233,7 +255,8 @@ class LPBounder:
         out = np.full(m, -math.inf)
         self.gaps = np.zeros((self.n_vars, m))
         self.tight = (np.full((self.n_vars, m), np.nan), np.full((self.n_vars, m), np.nan))
-        R = relax(self.graph, self.order, ranges, consts, self.model.f, self.targets, m)
+        R = relax(self.graph, self.order, ranges, consts, self.model.f, self.targets, m,
+                  cuts)
         if R is None:
             return out
         cost = np.zeros(R.ncol)
@@ -255,13 +278,14 @@ class LPBounder:
                             self.gaps[var_of[c], k] += g
         return out
 
-    def tighten(self, ranges: dict, consts: dict, n: int):
+    def tighten(self, ranges: dict, consts: dict, n: int, cuts=()):
         """Optimization-based bound tightening of one box: ``(lo, hi)`` of each variable
         (shape ``(n,)``, ``nan`` where not tightened) from the safe bounds of ``min x_k``
         and ``min -x_k`` over its LP relaxation; None when the LP proves the box holds no
         feasible point."""
         lo, hi = np.full(n, np.nan), np.full(n, np.nan)
-        R = relax(self.graph, self.order, ranges, consts, self.model.f, self.targets, 1)
+        R = relax(self.graph, self.order, ranges, consts, self.model.f, self.targets, 1,
+                  cuts)
         if R is None:
             return lo, hi
         args = self._pass(R, 0)
