@@ -42,6 +42,10 @@ LP_BRANCH = True
 #: Rounds of optimization-based bound tightening at the root, and the share of the time
 #: limit after which no new round starts.
 OBBT_ROUNDS, OBBT_SHARE = 8, 0.1
+#: Bound tightening by LPs (two per variable) at nodes: the open box with the smallest
+#: bound each step, while these LPs have taken less than this share of the time so far
+#: (0: none).
+NODE_OBBT_SHARE = 0.1
 
 
 def relative_gap(U: float, L: float) -> float:
@@ -135,7 +139,8 @@ def _root_obbt(s: _Setup, bounder, seconds: float = math.inf,
                                                 s.hi.double(), s.P, s.targets, s.integer)
         if bool(empty.any()):
             return True  # left to the branch-and-bound's own proof
-        got = bounder.tighten(*bounder.ranges(lo, hi, s.P, domains), lo.shape[0])
+        got = bounder.tighten(*bounder.ranges(lo, hi, s.P, domains), lo.shape[0],
+                              cuts=bounder.cuts(lo, hi, s.P))
         if got is None:
             return False
         tl = torch.as_tensor(got[0], dtype=torch.float64).reshape(-1, 1)
@@ -173,6 +178,7 @@ class _Pruner:
         self.floor = torch.tensor(math.inf, dtype=torch.float64, device=s.dev)
         self.lp = lp  # an LPBounder, or None: interval bounds only
         self.m_lp = LP_START
+        self.obbt_s = 0.0  # seconds of bound tightening at nodes (part of "lp")
 
     def __call__(self, lo, hi, parent=None):
         """The surviving boxes of ``[lo, hi]`` and their bounds (at least ``parent``,
@@ -199,7 +205,8 @@ class _Pruner:
         empty = empty | bad
         if self.lp is not None:
             self.spent["bound"] += time.perf_counter() - t_b
-            lower, score = self._lp_bounds(lo, hi, lower, score, empty, domains)
+            lo, hi, lower, score, empty = self._lp_bounds(lo, hi, lower, score, empty,
+                                                          domains)
             t_b = time.perf_counter()
         dead = empty | (lower > U - s.eps_abs) | torch.isnan(lower)
         near = ~empty & (lower > U - s.eps_abs) & (lower <= U)
@@ -215,19 +222,50 @@ class _Pruner:
         return out
 
     def _lp_bounds(self, lo, hi, lower, score, empty, domains):
-        """``lower`` raised by the safe LP bounds of the ``m_lp`` open boxes with the
-        smallest bounds (the ones that hold the proven bound down), and their scores
-        replaced by the McCormick gaps at the LP's solution (``LP_BRANCH``); ``m_lp``
-        adapts (see the end)."""
+        """``(lo, hi, lower, score, empty)``: ``lower`` raised by the safe LP bounds of
+        the ``m_lp`` open boxes with the smallest bounds (the ones that hold the proven
+        bound down), their sides tightened by the LPs' reduced costs and, for the box
+        with the smallest bound, by LPs over each variable (``NODE_OBBT_SHARE``), and
+        their scores replaced by the McCormick gaps at the LP's solution
+        (``LP_BRANCH``); ``m_lp`` adapts (see the end)."""
         open_ = ~empty & (lower <= self.U - self.s.eps_abs) & ~torch.isnan(lower)
         k = min(self.m_lp, int(open_.sum()))
         if k == 0:
-            return lower, score
+            return lo, hi, lower, score, empty
         t0 = time.perf_counter()
         idx = torch.topk(-torch.where(open_, lower, math.inf), k).indices
         sub = {n: (d[0][idx], d[1][idx]) for n, d in domains.items()
                if d[0].dim() == 1 and d[0].shape[0] == lower.shape[0]}
-        lb = self.lp.box_bounds(lo[:, idx].double(), hi[:, idx].double(), self.s.P, sub)
+        slo, shi = lo[:, idx].double(), hi[:, idx].double()
+        ranges, consts = self.lp.ranges(slo, shi, self.s.P, sub)
+        cuts = self.lp.cuts(slo, shi, self.s.P)
+        lb = self.lp.bounds(ranges, consts, k, cuts=cuts)
+        tl = torch.as_tensor(self.lp.tight[0], dtype=torch.float64, device=lo.device)
+        th = torch.as_tensor(self.lp.tight[1], dtype=torch.float64, device=lo.device)
+        if NODE_OBBT_SHARE > 0 and math.isfinite(lb[0]) and lb[0] <= self.U \
+                and self.obbt_s < NODE_OBBT_SHARE * sum(self.spent.values()):
+            t_o = time.perf_counter()
+            got = self.lp.tighten({n: (a[:1], b[:1], u[:1]) for n, (a, b, u)
+                                   in ranges.items()}, consts, lo.shape[0],
+                                  cuts=[(c, S[:, :1], r[:1]) for c, S, r in cuts])
+            if got is None:  # no feasible point with f <= U in the box
+                lb[0] = math.inf
+            else:
+                ol = torch.as_tensor(got[0], dtype=torch.float64, device=lo.device)
+                oh = torch.as_tensor(got[1], dtype=torch.float64, device=lo.device)
+                tl[:, 0] = torch.where(torch.isnan(ol), tl[:, 0],
+                                       torch.fmax(tl[:, 0], ol))
+                th[:, 0] = torch.where(torch.isnan(oh), th[:, 0],
+                                       torch.fmin(th[:, 0], oh))
+            self.obbt_s += time.perf_counter() - t_o
+        nlo = torch.where(torch.isnan(tl), slo, torch.maximum(slo, tl))
+        nhi = torch.where(torch.isnan(th), shi, torch.minimum(shi, th))
+        lo, hi, empty = lo.clone(), hi.clone(), empty.clone()
+        # a float32 run keeps float32 sides: round outward
+        lo[:, idx] = _outward(nlo, lo.dtype, down=True)
+        hi[:, idx] = _outward(nhi, hi.dtype, down=False)
+        # sides that cross: no point of the box is feasible with f <= U
+        empty[idx] = empty[idx] | (nlo > nhi).any(0)
         lb = torch.as_tensor(lb, dtype=torch.float64, device=lower.device)
         lower = lower.clone()
         # an LP helps a box when it closes at least 1e-3 of the box's gap to U
@@ -249,7 +287,7 @@ class _Pruner:
         share = LP_SHARE if self.lp.covered else LP_SHARE_PARTIAL
         self.m_lp = min(LP_MAX, 2 * self.m_lp) \
             if self.spent["lp"] < share * rest and useful else max(1, self.m_lp // 2)
-        return lower, score
+        return lo, hi, lower, score, empty
 
     def fold(self, lo, hi, lb, score, max_boxes: int):
         """The last resort of a full buffer: its worst boxes leave, their bound folded

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from ..lowering._rt_interval import Iv
 from ._nodes import forward_nodes
 from ._relax import relax
 
-__all__ = ["available", "safe_bound", "LPBounder"]
+__all__ = ["available", "safe_bound", "reduced_cost_bounds", "LPBounder"]
 
 _EPS = np.finfo(np.float64).eps
 _TINY = np.finfo(np.float64).tiny
@@ -42,6 +43,17 @@ def available() -> bool:
 
 
 _QUIET: list = []
+
+#: Whether each box's LP also tightens the variables' bounds by its reduced costs
+#: (:func:`reduced_cost_bounds`).
+REDUCED_COSTS = True
+#: Which functions' alpha-BB cuts (:mod:`._alphabb`; tangent planes of convex ones) the
+#: LPs get: ``"partial"``, the objective and constraints with some node that has no rows
+#: of its own (``sin``, ...); ``"all"``, every nonlinear one; False, none.
+ALPHA_BB: bool | str = False
+#: Whether a box's LP starts the simplex from the previous LP's optimal basis (same
+#: shape) instead of from scratch.
+WARM = True
 
 
 def _new_highs():
@@ -96,10 +108,13 @@ def _sum_bounds(terms, groups, n):
     return _down(s - err), _up(s + err)
 
 
-def safe_bound(rows, cols, vals, row_lo, row_hi, col_lo, col_hi, cost, y) -> float:
+def safe_bound(rows, cols, vals, row_lo, row_hi, col_lo, col_hi, cost, y,
+               reduced: bool = False):
     """A rigorous lower bound of ``min cost^T z`` subject to ``row_lo <= A z <= row_hi``,
     ``col_lo <= z <= col_hi`` (exact arithmetic), from any row multipliers ``y``;
-    ``-inf`` when rounding or an infinite side leaves nothing."""
+    ``-inf`` when rounding or an infinite side leaves nothing.  With ``reduced``:
+    ``(bound, dlo, dhi)``, ``[dlo, dhi]`` enclosing the reduced costs ``c - A^T y``
+    (shape ``(ncol,)``) of the multipliers actually used."""
     y = np.where((y > 0) & np.isfinite(row_lo), y, np.where((y < 0) & np.isfinite(row_hi),
                                                              y, 0.0))
     r = np.where(y > 0, row_lo, np.where(y < 0, row_hi, 0.0))
@@ -116,10 +131,39 @@ def safe_bound(rows, cols, vals, row_lo, row_hi, col_lo, col_hi, cost, y) -> flo
         yr = _down(y * r)
         terms = np.concatenate([box, yr])
         if not np.all(np.isfinite(terms)):
-            return -math.inf
+            return (-math.inf, dlo, dhi) if reduced else -math.inf
         lo, _ = _sum_bounds(terms, np.zeros(len(terms), dtype=np.int64), 1)
     v = float(lo[0])
-    return v if math.isfinite(v) else -math.inf
+    v = v if math.isfinite(v) else -math.inf
+    return (v, dlo, dhi) if reduced else v
+
+
+def reduced_cost_bounds(L: float, U: float, col_lo, col_hi, dlo, dhi):
+    """Column bounds implied by a safe LP bound ``L`` (of ``min cost^T z``) and a cutoff
+    ``cost^T z <= U``: ``(lo, hi)``, shape ``(ncol,)``, ``nan`` where not tightened.
+
+    For every LP-feasible ``z`` with ``cost^T z <= U`` and the exact reduced costs
+    ``d`` (in ``[dlo, dhi]``) of the multipliers behind ``L``: ``U >= y^T r + d^T z``
+    and ``d_k z_k >= min(d_k lo_k, d_k hi_k)`` for every ``k``, so
+    ``d_j (z_j - lo_j) <= U - L`` for each ``j``; with ``dlo_j > 0`` that is
+    ``z_j <= lo_j + (U - L) / dlo_j``, with ``dhi_j < 0``
+    ``z_j >= hi_j - (U - L) / |dhi_j|``, each computed rounding outward (an operation
+    rounded to nearest, then one ulp outward)."""
+    n = len(col_lo)
+    lo, hi = np.full(n, np.nan), np.full(n, np.nan)
+    if not (math.isfinite(L) and math.isfinite(U)):
+        return lo, hi
+    slack = float(_up(np.float64(U) - np.float64(L)))
+    if slack < 0:  # the bound is above the cutoff: the caller drops the box
+        return lo, hi
+    with np.errstate(all="ignore"):
+        pos = np.isfinite(dlo) & (dlo > 0)
+        neg = np.isfinite(dhi) & (dhi < 0)
+        up_ = _up(col_lo + _up(slack / np.where(pos, dlo, 1.0)))
+        dn_ = _down(col_hi - _up(slack / np.where(neg, -dhi, 1.0)))
+    hi = np.where(pos & np.isfinite(up_), up_, np.nan)
+    lo = np.where(neg & np.isfinite(dn_), dn_, np.nan)
+    return lo, hi
 
 
 class LPBounder:
@@ -138,14 +182,41 @@ class LPBounder:
         # whether every node has rules (no interval fallback): the LP then sees the
         # whole problem, and its bounds and gaps are worth more of the time
         self.covered = all(_covered(self.graph.nodes[n]) for n in self.order)
+        self.alpha = None
+        if ALPHA_BB:
+            from ._alphabb import AlphaCuts
+            from ._exclusion import heavy
+            prog = model.program
+
+            def partial(node):  # some node of the function has no rows of its own
+                return ALPHA_BB == "all" or not all(
+                    _covered(self.graph.nodes[k]) for k in prog.order_for([node]))
+            self.alpha = AlphaCuts(model, self.n_vars, heavy(model), only=partial)
+            if not self.alpha.funcs:
+                self.alpha = None
+        # the cutoff f <= U (the objective's target): reduced-cost tightening uses it
+        self.cutoff = min((b for n, _, b in self.targets if n == model.f), default=math.inf)
         self.lps = 0
+        self.iterations = 0  # simplex iterations, all LPs together
+        self.run_s = 0.0  # seconds inside HiGHS's solves
         self.z = None  # the last LP's primal solution
         self.gaps = None
+        self.tight = None  # reduced-cost bounds of the variables, see bounds()
+        self.basis = None  # the last optimal basis, and its LP's shape (warm starts)
+        self.warm = WARM
+        self.d = None  # (dlo, dhi): the last safe bound's reduced costs
+        self._shape = None
 
     def box_bounds(self, lo, hi, P, domains: dict) -> np.ndarray:
         """Safe LP bounds of the boxes ``[lo, hi]`` (tensors of shape ``(N, m)``) with
         their node domains (shape ``(m,)`` each)."""
-        return self.bounds(*self.ranges(lo, hi, P, domains), lo.shape[1])
+        return self.bounds(*self.ranges(lo, hi, P, domains), lo.shape[1],
+                           cuts=self.cuts(lo, hi, P))
+
+    def cuts(self, lo, hi, P) -> list:
+        """The alpha-BB cuts of the boxes ``[lo, hi]`` (tensors of shape ``(n, m)``;
+        :class:`~._alphabb.AlphaCuts`), empty without ``ALPHA_BB``."""
+        return self.alpha(lo, hi, P) if self.alpha is not None else []
 
     def ranges(self, lo, hi, P, domains: dict):
         """``(ranges, consts)`` of :func:`~._relax.relax` for the boxes ``[lo, hi]``."""
@@ -173,21 +244,32 @@ class LPBounder:
             ranges[n] = (np.where(use, a, 0.0), np.where(use, b, 0.0), use)
         return ranges, consts
 
-    def bounds(self, ranges: dict, consts: dict, m: int) -> np.ndarray:
+    def bounds(self, ranges: dict, consts: dict, m: int, cuts=()) -> np.ndarray:
         """Safe LP bounds of ``m`` boxes (``-inf`` where none, ``+inf`` where the LP
         proves a box empty) from node ranges ``{node: (lo, hi, usable)}``; ``gaps``
         (shape ``(n_vars, m)``) is left with each variable's share of the McCormick gaps
-        ``|w - u v|`` at the LP's solution (the products with that variable as a factor)."""
+        ``|w - u v|`` at the LP's solution (the products with that variable as a factor),
+        and ``tight`` (a pair of arrays of that shape, ``nan`` where none) with the
+        variables' bounds that reduced costs prove for the points with ``f <= cutoff``
+        (:func:`reduced_cost_bounds`; where ``REDUCED_COSTS``)."""
         out = np.full(m, -math.inf)
         self.gaps = np.zeros((self.n_vars, m))
-        R = relax(self.graph, self.order, ranges, consts, self.model.f, self.targets, m)
+        self.tight = (np.full((self.n_vars, m), np.nan), np.full((self.n_vars, m), np.nan))
+        R = relax(self.graph, self.order, ranges, consts, self.model.f, self.targets, m,
+                  cuts)
         if R is None:
             return out
         cost = np.zeros(R.ncol)
         cost[R.obj] = 1.0
         var_of = {j: k for k, j in R.var_cols.items()}
+        vk = np.array(sorted(R.var_cols), dtype=np.int64)
+        vj = np.array([R.var_cols[k] for k in vk], dtype=np.int64)
         for k in np.flatnonzero(R.ok):
-            out[k] = self._solve(self._pass(R, k), cost)
+            args = self._pass(R, k)
+            out[k] = self._solve(args, cost)
+            if REDUCED_COSTS and self.d is not None and math.isfinite(out[k]) and len(vk):
+                tl, th = reduced_cost_bounds(out[k], self.cutoff, args[5], args[6], *self.d)
+                self.tight[0][vk, k], self.tight[1][vk, k] = tl[vj], th[vj]
             if self.z is not None and math.isfinite(out[k]):
                 for w, u, v in R.products:
                     g = abs(self.z[w] - self.z[u] * self.z[v])
@@ -196,13 +278,14 @@ class LPBounder:
                             self.gaps[var_of[c], k] += g
         return out
 
-    def tighten(self, ranges: dict, consts: dict, n: int):
+    def tighten(self, ranges: dict, consts: dict, n: int, cuts=()):
         """Optimization-based bound tightening of one box: ``(lo, hi)`` of each variable
         (shape ``(n,)``, ``nan`` where not tightened) from the safe bounds of ``min x_k``
         and ``min -x_k`` over its LP relaxation; None when the LP proves the box holds no
         feasible point."""
         lo, hi = np.full(n, np.nan), np.full(n, np.nan)
-        R = relax(self.graph, self.order, ranges, consts, self.model.f, self.targets, 1)
+        R = relax(self.graph, self.order, ranges, consts, self.model.f, self.targets, 1,
+                  cuts)
         if R is None:
             return lo, hi
         args = self._pass(R, 0)
@@ -244,18 +327,27 @@ class LPBounder:
         lp.col_cost_ = np.zeros(R.ncol)
         h.clearModel()
         h.passModel(lp)
+        shape = (len(col_lo), len(row_lo))
+        if self.warm and self.basis is not None and self.basis[1] == shape:
+            # the previous LP's optimal basis (the same sparsity pattern, another box):
+            # a start for the simplex only, the bound never depends on it
+            h.setBasis(self.basis[0])
+        self._shape = shape
         return args
 
     def _solve(self, args, cost) -> float:
         """The safe bound of ``min cost^T z`` over the passed LP (``args`` None: an
         empty box, ``+inf``)."""
         hs, h = self.hs, self.h
+        self.z = self.d = None
         if args is None:
             return math.inf
         h.changeColsCost(len(cost), np.arange(len(cost), dtype=np.int32), cost)
+        t0 = time.perf_counter()
         h.run()
-        self.z = None
+        self.run_s += time.perf_counter() - t0
         self.lps += 1
+        self.iterations += int(h.getInfo().simplex_iteration_count)
         status = h.getModelStatus()
         if status == hs.HighsModelStatus.kOptimal:
             sol = h.getSolution()
@@ -263,7 +355,11 @@ class LPBounder:
             self.z = np.asarray(sol.col_value, dtype=np.float64)
             if y.shape != args[3].shape:
                 return -math.inf
-            return safe_bound(*args, cost, y)
+            if self.warm:
+                self.basis = (h.getBasis(), self._shape)
+            v, dlo, dhi = safe_bound(*args, cost, y, reduced=True)
+            self.d = (dlo, dhi)
+            return v
         if status == hs.HighsModelStatus.kInfeasible:
             return self._ray(args)
         return -math.inf

@@ -217,7 +217,8 @@ def _curvature_rows(B, w, u, a, b, rule, active):
           np.where(cvx & good, hi, inf), (cvx | ccv) & good)
 
 
-def relax(graph, order, ranges: dict, consts: dict, obj: int, targets, m: int):
+def relax(graph, order, ranges: dict, consts: dict, obj: int, targets, m: int,
+          cuts=()):
     """The :class:`Relaxation` of ``m`` boxes.
 
     Parameters
@@ -234,6 +235,11 @@ def relax(graph, order, ranges: dict, consts: dict, obj: int, targets, m: int):
         The objective's node.
     targets : list of (node, lo, hi)
         Constraint leaves: the node's value lies in ``[lo, hi]`` at feasible points.
+    cuts : sequence of (node, slopes, rhs)
+        Rows ``z[node] - slopes^T x >= rhs`` (slopes of shape ``(n_vars, m)``, ``rhs``
+        of shape ``(m,)``, ``-inf`` where none) that hold at every point of the box
+        (:class:`~._alphabb.AlphaCuts`); a cut on a variable without a column is left
+        out.
     """
     B = _Builder(m)
     col: dict = {}
@@ -252,6 +258,20 @@ def relax(graph, order, ranges: dict, consts: dict, obj: int, targets, m: int):
         for n in order:
             if n in col:
                 _rows(B, graph, n, col, ranges, consts)
+        var_col = {graph.nodes[n][1]: n for n in col if graph.nodes[n][0] == "var"}
+        one = np.ones(m)
+        for node, S, rhs in cuts:
+            if node not in col:
+                continue
+            act = ranges[node][2] & np.isfinite(rhs)
+            terms = [(col[node], one)]
+            for k in range(S.shape[0]):
+                if k in var_col:
+                    terms.append((col[var_col[k]], -S[k]))
+                    act = act & ranges[var_col[k]][2]
+                else:
+                    act = act & (S[k] == 0)
+            B.row(terms, np.where(act, rhs, -inf), inf, act)
     if obj not in col:
         return None
     rows = np.array([e[0] for e in B.entries], dtype=np.int64)
