@@ -135,10 +135,12 @@ def judge_settled(problem, X: np.ndarray, F: np.ndarray, V: np.ndarray, M: np.nd
                 status, message = infeasible_status(reason, c.note)
             elif objective_verdict(problem, c.fun) is not None:
                 status, message = objective_verdict(problem, c.fun)
-            elif (unb is not None and not unb[0] and not c.verification.repaired and
-                  no_rays[b] and sign * c.fun > -UNBOUNDED_LEVEL and
-                  reason is not Status.TARGET and problem.n <= MAX_FINISH_GENES):
-                budget.spend(unb[1])  # the common case: nothing to probe beyond the box
+            elif (not c.verification.repaired and no_rays[b] and
+                  sign * c.fun > -UNBOUNDED_LEVEL and reason is not Status.TARGET and
+                  problem.n <= MAX_FINISH_GENES and
+                  (bounded if unb is None else not unb[0])):
+                # the common case: nothing diverges, nothing to probe beyond the box
+                budget.spend(0 if unb is None else unb[1])
                 status, message = reason, reason.value
                 if not bounded:
                     status, message = pole_status(problem, problem, inc, reason, budget,

@@ -25,6 +25,7 @@ from ..engine._handling import handler_names, make_handler
 from ..finish._finish import make_result
 from ..finish._result import Result, Status, add_up
 from ..finish._settled import judge_settled
+from ..finish._status import bounded_in
 from ..finish._verdict import diverges_many
 from ..local._interior import applicable
 from ..problem._bounds import parameter_box
@@ -320,7 +321,8 @@ def _local_then_global(problem, opts, device, dtype, seed, compile, M, t_start):
 
 def _local_finish(problem, idx, x, f, V, used, how, M, stopped=False) -> dict:
     """``{instance: (Instance, finish's tuple)}`` of the instances ``idx`` the local
-    stage answered: the unboundedness probe (vectorized), then the exact check and the
+    stage answered: the unboundedness probe (vectorized; not run where the objective is a
+    polynomial on a bounded box, as in the verdict of every mode), then the exact check and the
     status rules of every mode, batched (:func:`constropt.finish._settled.judge_settled`:
     what :func:`constropt.finish._finish.finish` gives each one).  After a Ctrl-C
     (``stopped``, or one landing here) the instances not finished yet end
@@ -328,7 +330,7 @@ def _local_finish(problem, idx, x, f, V, used, how, M, stopped=False) -> dict:
     if idx.size == 0:
         return {}
     verdicts = probe = None
-    if not stopped:
+    if not stopped and not bounded_in(problem, problem):  # else nothing can diverge
         try:
             verdicts, probe = diverges_many(problem, x[:, idx], M[:, idx])
         except KeyboardInterrupt:
@@ -336,7 +338,7 @@ def _local_finish(problem, idx, x, f, V, used, how, M, stopped=False) -> dict:
     sgn = -1.0 if problem.maximize else 1.0
     fins = judge_settled(problem, x[:, idx], f[idx], V[:, idx], M[:, idx], used[idx],
                          reason=Status.INTERRUPTED if stopped else Status.CONVERGED,
-                         unbounded=None if stopped else (verdicts, probe))
+                         unbounded=None if verdicts is None else (verdicts, probe))
     out = {}
     for b, fin in zip(idx.tolist(), fins):
         xb, fb = x[:, b].copy(), float(f[b])
