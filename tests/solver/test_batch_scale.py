@@ -193,17 +193,17 @@ def test_ctrl_c_in_the_local_solves_interrupts_every_instance(monkeypatch):
 
 
 def test_ctrl_c_in_a_local_answer_check_stops_the_later_ones(monkeypatch):
-    from constropt.finish import _status
+    from constropt.finish import _settled
 
-    certify_point, calls = _status.certify_point, {"n": 0}
+    check, calls = _settled._Certifier.__call__, {"n": 0}
 
-    def once(*args, **kwargs):
+    def once(self, *args, **kwargs):  # the exact check of the batched answers
         calls["n"] += 1
         if calls["n"] == 2:
             raise KeyboardInterrupt
-        return certify_point(*args, **kwargs)
+        return check(self, *args, **kwargs)
 
-    monkeypatch.setattr(_status, "certify_point", once)
+    monkeypatch.setattr(_settled._Certifier, "__call__", once)
     radii = np.array([1.0, 2.0, 3.0])
     br = constropt.solve_batch(_disc(), {r: radii}, seed=0)
     assert br[0].success and br[0].fun == pytest.approx(_exact(1.0), abs=1e-8)

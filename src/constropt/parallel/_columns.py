@@ -38,8 +38,30 @@ def unpack(packed, **extra) -> list:
     ones) set on every one."""
     n, cols = packed["n"], packed["cols"]
     values = {k: _values(c, n) for k, c in cols.items()}
-    return [packed["type"](**{k: v[i] for k, v in values.items()}, **extra)
-            for i in range(n)]
+    build = _builder(packed["type"], set(values) | set(extra))
+    return [build({**{k: v[i] for k, v in values.items()}, **extra}) for i in range(n)]
+
+
+def _builder(cls, names):
+    """``fields -> instance`` of the dataclass ``cls``: where ``names`` are all its
+    fields and each is set by ``__init__`` (none derived or hidden), the instance's
+    attributes are set at once and its ``__post_init__`` run, which is what its
+    ``__init__`` does, without one frozen ``__setattr__`` per field (a batch rebuilds
+    thousands); otherwise ``cls(**fields)``."""
+    fields = dataclasses.fields(cls)
+    plain = all(f.init for f in fields) and {f.name for f in fields} == names and \
+        not hasattr(cls, "__slots__") and dataclasses.is_dataclass(cls)
+    if not plain:
+        return lambda kw: cls(**kw)
+    post = getattr(cls, "__post_init__", None)
+
+    def build(kw):
+        obj = object.__new__(cls)
+        obj.__dict__.update(kw)
+        if post is not None:
+            post(obj)
+        return obj
+    return build
 
 
 def _simple(v) -> bool:
@@ -101,7 +123,8 @@ def _values(col, n) -> list:
         return np.split(col[1], np.cumsum(col[2])[:-1])
     if kind == "fields":
         vals = {k: _values(c, n) for k, c in col[2].items()}
-        return [col[1](**{k: v[i] for k, v in vals.items()}) for i in range(n)]
+        build = _builder(col[1], set(vals))
+        return [build({k: v[i] for k, v in vals.items()}) for i in range(n)]
     if kind == "mapping":
         vals = [_values(c, n) for c in col[2]]
         return [dict(zip(col[1], (v[i] for v in vals))) for i in range(n)]

@@ -1,8 +1,9 @@
 """``solve_batch`` across ranks: under ``torchrun`` the instances are split among the
 processes and the results gathered in instance order.
 
-Each rank solves a contiguous share of the instances ordered by parameter proximity
-(so the local solves' warm starts along the sweep stay within a rank), with the same
+Each rank solves an interleaved share of the instances ordered by parameter proximity
+(every ``world``-th: a coarser sweep of its own, so the local solves' warm starts along
+it stay within a rank, and the ranks' shares cost alike), with the same
 options and seed, by the one-process :func:`constropt.solver._batch.solve_batch`; then
 one all-gather through the islands' process group (:mod:`._group`: gloo on CPU, NCCL on
 GPUs) sends each rank's Results as columns (:mod:`._columns`), and every rank returns
@@ -30,9 +31,14 @@ __all__ = ["solve_batch", "shards"]
 
 
 def shards(M: np.ndarray, world: int) -> list:
-    """Each rank's instances: contiguous shares of the instances ordered by parameter
-    proximity, sizes differing by at most one."""
-    return [np.asarray(c, dtype=np.int64) for c in np.array_split(order_of(M), world)]
+    """Each rank's instances: every ``world``-th of the instances ordered by parameter
+    proximity (rank ``k`` from the ``k``-th on), sizes differing by at most one.  Each
+    share is a sweep of its own, twice as coarse for two ranks, over the whole range of
+    the parameters: the ranks get the same mix of easy and costly instances (the exact
+    check repairs more points at one end of a sweep than at the other), so neither waits
+    for the other in the exchange."""
+    order = order_of(M)
+    return [np.asarray(order[k::world], dtype=np.int64) for k in range(world)]
 
 
 def _launched() -> bool:

@@ -22,9 +22,10 @@ from .._errors import OptionError, ProblemError
 from ..backend._devices import check_device, choose_backend
 from ..engine._driver import Instance
 from ..engine._handling import handler_names, make_handler
-from ..finish._budget import Budget
-from ..finish._finish import finish, make_result
+from ..finish._finish import make_result
 from ..finish._result import Result, Status, add_up
+from ..finish._settled import judge_settled
+from ..finish._status import bounded_in
 from ..finish._verdict import diverges_many
 from ..local._interior import applicable
 from ..problem._bounds import parameter_box
@@ -320,32 +321,30 @@ def _local_then_global(problem, opts, device, dtype, seed, compile, M, t_start):
 
 def _local_finish(problem, idx, x, f, V, used, how, M, stopped=False) -> dict:
     """``{instance: (Instance, finish's tuple)}`` of the instances ``idx`` the local
-    stage answered: the unboundedness probe (vectorized), then the exact check and the
-    status rules of every mode (:func:`constropt.finish._finish.finish`).  After a Ctrl-C
+    stage answered: the unboundedness probe (vectorized; not run where the objective is a
+    polynomial on a bounded box, as in the verdict of every mode), then the exact check and the
+    status rules of every mode, batched (:func:`constropt.finish._settled.judge_settled`:
+    what :func:`constropt.finish._finish.finish` gives each one).  After a Ctrl-C
     (``stopped``, or one landing here) the instances not finished yet end
     ``INTERRUPTED``, checked."""
     if idx.size == 0:
         return {}
     verdicts = probe = None
-    if not stopped:
+    if not stopped and not bounded_in(problem, problem):  # else nothing can diverge
         try:
             verdicts, probe = diverges_many(problem, x[:, idx], M[:, idx])
         except KeyboardInterrupt:
             stopped = True
-    budget = Budget(None)
     sgn = -1.0 if problem.maximize else 1.0
+    fins = judge_settled(problem, x[:, idx], f[idx], V[:, idx], M[:, idx], used[idx],
+                         reason=Status.INTERRUPTED if stopped else Status.CONVERGED,
+                         unbounded=None if verdicts is None else (verdicts, probe))
     out = {}
-    for k, b in enumerate(idx):
-        xb = x[:, b].copy()
-        fb = float(f[b])
-        reason = Status.INTERRUPTED if stopped else Status.CONVERGED
-        inst = Instance(xb, sgn * fb, 0.0, 0, 0, reason, 0,
-                        np.array([int(used[b])]), np.array([sgn * fb]), np.array([0.0]),
-                        xb[:, None])
-        fin = finish(problem, inst, M[:, b], budget, polish=False,
-                     unbounded=None if stopped else (bool(verdicts[k]), int(probe[k])),
-                     refined=(xb, int(used[b]), True, fb, V[:, b].copy()))
-        stopped = stopped or fin.status is Status.INTERRUPTED
+    for b, fin in zip(idx.tolist(), fins):
+        xb, fb = x[:, b].copy(), float(f[b])
+        inst = Instance(xb, sgn * fb, 0.0, 0, 0, Status.INTERRUPTED if fin.status is
+                        Status.INTERRUPTED else Status.CONVERGED, 0, np.array([int(used[b])]),
+                        np.array([sgn * fb]), np.array([0.0]), xb[:, None])
         if fin.status is Status.CONVERGED:
             fin = fin._replace(message=f"local solve: {how[b]}; a verified KKT point (no "
                                "global search)" + fin.message[len(Status.CONVERGED.value):])
