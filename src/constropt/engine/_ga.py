@@ -19,14 +19,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..backend._arrays import Random, namespace
+from ..backend._arrays import Random, asarray, namespace
 from ._handling import FeasibilityRules, Handler
-from ._ranking import select
+from ._ranking import order, select
 from ._selection import tournament
 from ._variation import polynomial_mutation, repair, sbx
 
 __all__ = ["GAConfig", "Population", "GARandoms", "draw", "make_step", "initial", "seeded",
-           "survive", "merge", "inject", "GAState", "GA"]
+           "survive", "merge", "inject", "replace_worst", "GAState", "GA"]
 
 
 @dataclass(frozen=True)
@@ -217,6 +217,30 @@ def inject(X, keep):
     if keep is None:
         return X
     return namespace(X).concat([keep[..., None], X[..., 1:]], axis=-1)
+
+
+def replace_worst(algorithm, alg_state, Xm, fm, cvm):
+    """The state with the worst ``m`` members of its one population (a single instance)
+    replaced by the points ``Xm`` (N, m) with ``fm``, ``cvm`` (m,), re-sorted best first
+    under the algorithm's comparison keys (the handler's for DE, feasibility rules for
+    the GA), which keeps both algorithms' invariants.  The new points are taken onto the
+    population's backend, device and dtype.  Used by migration (the islands) and by the
+    local solves inside the search (:mod:`._multistart`)."""
+    pop = algorithm.population(alg_state)
+    X, f, cv = pop.X[:, 0], pop.f[0], pop.cv[0]
+    xp = namespace(f)
+
+    def keys(f_, cv_):
+        kf, kc = algorithm.keys(f_[None], cv_[None], alg_state)
+        return kf.reshape(-1), kc.reshape(-1)
+
+    keep = order(*keys(f, cv))[: X.shape[1] - Xm.shape[1]]
+    X2 = xp.concat([xp.take(X, keep, axis=1), asarray(Xm, X, dtype=X.dtype)], axis=1)
+    f2 = xp.concat([f[keep], asarray(fm, f, dtype=f.dtype)])
+    cv2 = xp.concat([cv[keep], asarray(cvm, cv, dtype=cv.dtype)])
+    idx = order(*keys(f2, cv2))
+    new = Population(X2[:, idx][:, None], f2[idx][None], cv2[idx][None])
+    return algorithm.with_population(alg_state, new)
 
 
 @dataclass

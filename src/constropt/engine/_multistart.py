@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..backend._arrays import asarray, namespace, to_numpy
-from ._ga import Population
+from ..backend._arrays import asarray, to_numpy
+from ._ga import Population, replace_worst
 from ._ranking import order
 
 __all__ = ["LocalSettings", "LocalSearch", "Minimum", "critical_distance", "mlsl_starts",
@@ -283,22 +283,8 @@ def _evaluate(algorithm, X: np.ndarray, like):
 
 
 def _inject(algorithm, alg_state, Xm: np.ndarray, fm: np.ndarray, cvm: np.ndarray):
-    """The state with the worst ``m`` members of its one population replaced by the
-    points ``Xm`` (N, m) with ``fm``, ``cvm`` (m,), re-sorted best first under the
-    algorithm's keys (so both algorithms' invariants hold)."""
-    pop = algorithm.population(alg_state)
-    X, f, cv = pop.X[:, 0], pop.f[0], pop.cv[0]
-    xp = namespace(f)
-
-    def keys(f_, cv_):
-        kf, kc = algorithm.keys(f_[None], cv_[None], alg_state)
-        return kf.reshape(-1), kc.reshape(-1)
-
-    m = min(Xm.shape[1], X.shape[1] - 1)
-    keep = order(*keys(f, cv))[: X.shape[1] - m]
-    X2 = xp.concat([xp.take(X, keep, axis=1), asarray(Xm[:, :m], X, dtype=X.dtype)], axis=1)
-    f2 = xp.concat([f[keep], asarray(fm[:m], f, dtype=f.dtype)])
-    cv2 = xp.concat([cv[keep], asarray(cvm[:m], cv, dtype=cv.dtype)])
-    idx = order(*keys(f2, cv2))
-    new = Population(X2[:, idx][:, None], f2[idx][None], cv2[idx][None])
-    return algorithm.with_population(alg_state, new)
+    """The state with the worst members of its one population replaced by the points
+    ``Xm`` (N, m) with ``fm``, ``cvm`` (m,): at most all but one member, so the
+    population's own best always survives (:func:`._ga.replace_worst`)."""
+    m = min(Xm.shape[1], algorithm.population(alg_state).X.shape[-1] - 1)
+    return replace_worst(algorithm, alg_state, Xm[:, :m], fm[:m], cvm[:m])

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend._arrays import is_torch, namespace
-from ..engine._ga import Population
+from ..backend._arrays import is_torch
+from ..engine._ga import replace_worst
 from ..engine._ranking import order
 from ._group import _Group
 
@@ -34,26 +34,11 @@ def _tensor(a):
 
 def _inject(algorithm, alg_state, Xm, fm, cvm):
     """Replace the worst ``m`` individuals of the (single-instance) population with the
-    migrants ``Xm`` (N, m), ``fm``, ``cvm`` (m,) (torch tensors, as gathered); the
-    population is re-sorted best-first under the algorithm's comparison keys (the
-    handler's for DE, feasibility rules for GA), which keeps both algorithms'
-    invariants.  Returns the new algorithm state, on the population's backend."""
+    migrants ``Xm`` (N, m), ``fm``, ``cvm`` (m,) (torch tensors, as gathered, taken onto
+    the population's backend first): :func:`~constropt.engine._ga.replace_worst`."""
     pop = algorithm.population(alg_state)
-    X, f, cv = pop.X[:, 0], pop.f[0], pop.cv[0]
-    xp = namespace(f)
-
-    def keys(f_, cv_):
-        kf, kc = algorithm.keys(f_[None], cv_[None], alg_state)
-        return kf.reshape(-1), kc.reshape(-1)
-
-    m = Xm.shape[1]
-    keep = order(*keys(f, cv))[: X.shape[1] - m]
-    X2 = xp.concat([xp.take(X, keep, axis=1), _like(Xm, X)], axis=1)
-    f2 = xp.concat([f[keep], _like(fm, f)])
-    cv2 = xp.concat([cv[keep], _like(cvm, cv)])
-    idx = order(*keys(f2, cv2))
-    new = Population(X2[:, idx][:, None], f2[idx][None], cv2[idx][None])
-    return algorithm.with_population(alg_state, new)
+    return replace_worst(algorithm, alg_state, _like(Xm, pop.X), _like(fm, pop.f),
+                         _like(cvm, pop.cv))
 
 
 def _best_index(cv, f) -> int:
