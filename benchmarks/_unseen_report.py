@@ -1,6 +1,7 @@
 """The report of ``benchmarks/unseen.py`` (benchmarks/results/unseen.md) from its raw runs.
 
-constropt is read per label (``unseen_<label>.jsonl``: ``before``, ``after``, ...); each
+constropt is read per label (``unseen_<label>.jsonl``: ``before``, ``after``, ...; the
+second set's files are ``unseen2_<label>.jsonl``, its problems ``unseen2_problems``); each
 reference solver's runs come from the file of the same label where it has them (run side
 by side with constropt), else from any file.  A problem counts as solved by constropt
 when at least one seed succeeds; its time on a problem is the median over its successful
@@ -30,27 +31,28 @@ AFTER = ("mkdir -p benchmarks/raw && gunzip -c benchmarks/results/unseen_runs/be
          "--seeds 0-4 --ref-seeds 0 --jobs 1 --report")
 
 
-def rejudge(recs):
+def rejudge(recs, problems=unseen_problems):
     """The records of problems still in the set, judged against today's f* (a record
     keeps the f* of its run; FULL_DIGITS may have refined it since)."""
-    known = set(unseen_problems.names())
+    known = set(problems.names())
     out = []
     for r in recs:
         if r["problem"] not in known:
             continue
-        bench = unseen_problems.get(r["problem"])
+        bench = problems.get(r["problem"])
         r = dict(r, f_star=bench.f_star, ok=success(bench, r["fun"], r["feasible"]))
         out.append(r)
     return out
 
 
-def load(raw: str) -> dict:
-    """label -> list of records, from every ``unseen_<label>.jsonl`` in `raw`."""
+def load(raw: str, prefix: str = "unseen", problems=unseen_problems) -> dict:
+    """label -> list of records, from every ``<prefix>_<label>.jsonl`` in `raw`."""
     out = {}
-    for path in sorted(glob.glob(os.path.join(raw, "unseen_*.jsonl"))):
-        label = os.path.basename(path)[len("unseen_"):-len(".jsonl")]
+    for path in sorted(glob.glob(os.path.join(raw, f"{prefix}_*.jsonl"))):
+        label = os.path.basename(path)[len(prefix) + 1:-len(".jsonl")]
         with open(path) as fh:
-            out[label] = rejudge(json.loads(line) for line in fh if line.strip())
+            out[label] = rejudge((json.loads(line) for line in fh if line.strip()),
+                                 problems)
     return out
 
 
@@ -174,7 +176,7 @@ def problem_rows(data, labels, names, meta):
     return rows
 
 
-def verification_rows(data, names, meta):
+def verification_rows(data, names, meta, problems=unseen_problems):
     """Which solvers reproduce each f* (feasible, |f - f*| <= 1e-6 max(1, |f*|))."""
     solvers = ("constropt",) + REFS
     rows = ["| problem | f* | reproduced by | lowest feasible f | note |", "|---|---|---|---|---|"]
@@ -191,8 +193,8 @@ def verification_rows(data, names, meta):
                 low = r["fun"] if low is None else min(low, r["fun"])
         note = ""
         if low is not None and low < f_star - tol:
-            eqs = p in unseen_problems.names() and any(
-                type(c).__name__ == "Equality" for c in unseen_problems.get(p).constraints)
+            eqs = p in problems.names() and any(
+                type(c).__name__ == "Equality" for c in problems.get(p).constraints)
             note = "a feasible point below f* (by %.2g)" % (f_star - low)
             note += ": inside the 1e-6 equality band" if eqs else ""
         if not who:
@@ -202,24 +204,27 @@ def verification_rows(data, names, meta):
     return rows
 
 
-def write(raw: str, path: str, time_limit: float) -> str:
-    data = load(raw)
+def write(raw: str, path: str, time_limit: float, problems=unseen_problems,
+          prefix: str = "unseen", after: str = AFTER, seeds: str = "0-4",
+          title: str = "Unseen published problems") -> str:
+    data = load(raw, prefix, problems)
     labels = _labels(data)
     meta = {r["problem"]: (r["n"], r["m"], r["f_star"]) for recs in data.values()
             for r in recs}
-    names = [p for p in unseen_problems.names() if p in meta]
+    names = [p for p in problems.names() if p in meta]
     de = len(runs_of(data, "scipy-de"))
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     text = [
-        "# Unseen published problems: constropt against scipy DE, 20-start IPOPT and SCIP",
+        f"# {title}: constropt against scipy DE, 20-start IPOPT and SCIP",
         "",
         f"{now}; {os.cpu_count()}-core {platform.machine()} CPU, Python "
         f"{platform.python_version()}, numpy {numpy.__version__}, scipy {scipy.__version__}. "
-        f"{len(names)} problems of benchmarks/unseen_problems.py (families the collection "
+        f"{len(names)} problems of benchmarks/{problems.__name__}.py (families the collection "
         "does not contain; nobody tuned constropt on them); protocol in the docstring of "
         f"benchmarks/unseen.py: constropt with defaults and time_limit={time_limit:g} s, "
-        "seeds 0-4, one job; ipopt20 and scip (60 s limit) once (seed 0), scipy-de once "
-        f"where it ran ({de} of {len(names)} problems: 30-90 s a problem); success = "
+        f"seeds {seeds}, one job; ipopt20 and scip (60 s limit) once (seed 0), "
+        + (f"scipy-de once where it ran ({de} of {len(names)} problems: 30-90 s a problem)"
+           if de else "scipy-de not run") + "; success = "
         "feasible in "
         "constropt's float64 check at eq_tol 1e-6 and f - f* <= 1e-6 max(1, |f*|); times "
         "include problem construction. The machine was shared with other work: the "
@@ -229,7 +234,7 @@ def write(raw: str, path: str, time_limit: float) -> str:
         "The \"after\" measurement (from the repository root, after the change):",
         "",
         "```",
-        AFTER,
+        after,
         "```",
         "",
         "## Summary",
@@ -251,7 +256,7 @@ def write(raw: str, path: str, time_limit: float) -> str:
         "",
         "## Verification of f* (every run of every solver and label)",
         "",
-        *verification_rows(data, names, meta),
+        *verification_rows(data, names, meta, problems),
         "",
     ]
     out = "\n".join(text)

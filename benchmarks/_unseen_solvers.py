@@ -166,11 +166,12 @@ SOLVERS = {"constropt": run_constropt, "ipopt20": run_ipopt20, "scip": run_scip,
            "scipy-de": run_scipy_de}
 
 
-def run_one(name, solver, seed, time_limit) -> dict:
-    """One run -> its record (a crash is a failed run with its message)."""
-    import unseen_problems
+def run_one(name, solver, seed, time_limit, problems="unseen_problems") -> dict:
+    """One run -> its record (a crash is a failed run with its message); `problems` names
+    the set's module (``unseen_problems``, ``unseen2_problems``)."""
+    import importlib
 
-    bench = unseen_problems.get(name)
+    bench = importlib.import_module(problems).get(name)
     rec = dict(problem=name, solver=solver, seed=seed, n=len(bench.variables),
                m=len(bench.constraints), f_star=bench.f_star)
     try:

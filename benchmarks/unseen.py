@@ -34,6 +34,16 @@ Runs are appended to ``benchmarks/raw/unseen_<label>.jsonl`` (git-ignored); a ru
 there is not repeated.  ``--report`` (alone, or after the runs) writes
 ``benchmarks/results/unseen.md`` from every raw file: constropt per label (``before``,
 ``after``), the references from whichever file holds them.
+
+``--set unseen2`` runs the second held-out set instead (``benchmarks/unseen2_problems.py``,
+issue 28's rule for a change of the search: a set nobody looked at, measured once before
+and once after): raw files ``benchmarks/raw/unseen2_<label>.jsonl``, report
+``benchmarks/results/unseen2.md``, raw runs kept gzipped in
+``benchmarks/results/unseen2_runs/``.  Its "before" measurement::
+
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONHASHSEED=0 PYTHONPATH=src \
+        python benchmarks/unseen.py --set unseen2 --label before \
+        --solvers ipopt20,scip,constropt --seeds 0-2 --jobs 1 --report
 """
 
 from __future__ import annotations
@@ -48,6 +58,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import importlib  # noqa: E402
+
 import _unseen_report  # noqa: E402
 import unseen_problems  # noqa: E402
 from _unseen_solvers import SOLVERS, run_one  # noqa: E402
@@ -55,10 +67,22 @@ from suite import parse_seeds  # noqa: E402
 
 RAW = os.path.join(HERE, "raw")
 REPORT = os.path.join(HERE, "results", "unseen.md")
+AFTER2 = ("mkdir -p benchmarks/raw && gunzip -c benchmarks/results/unseen2_runs/before.jsonl.gz "
+          "> benchmarks/raw/unseen2_before.jsonl && "
+          "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONHASHSEED=0 PYTHONPATH=src "
+          "python benchmarks/unseen.py --set unseen2 --label after "
+          "--solvers ipopt20,scip,constropt --seeds 0-2 --ref-seeds 0 --jobs 1 --report")
+# set -> (its problems module, raw-file prefix, report, title, the "after" command)
+SETS = {"unseen": ("unseen_problems", "unseen", REPORT, "Unseen published problems",
+                   _unseen_report.AFTER),
+        "unseen2": ("unseen2_problems", "unseen2", os.path.join(HERE, "results", "unseen2.md"),
+                    "Unseen published problems, second held-out set", AFTER2)}
+PROBLEMS = unseen_problems  # the module of the set being run (main sets it)
+PREFIX = "unseen"
 
 
 def raw_path(label: str) -> str:
-    return os.path.join(RAW, f"unseen_{label}.jsonl")
+    return os.path.join(RAW, f"{PREFIX}_{label}.jsonl")
 
 
 def done_runs(path: str) -> set:
@@ -70,13 +94,13 @@ def done_runs(path: str) -> set:
 
 
 def _child(conn, task, time_limit):
-    conn.send(run_one(*task, time_limit))
+    conn.send(run_one(*task, time_limit, PROBLEMS.__name__))
     conn.close()
 
 
 def _stopped(task, seconds):
     name, solver, seed = task
-    bench = unseen_problems.get(name)
+    bench = PROBLEMS.get(name)
     return dict(problem=name, solver=solver, seed=seed, n=len(bench.variables),
                 m=len(bench.constraints), f_star=bench.f_star, x=None, fun=None,
                 feasible=False, maxcv=None, seconds=seconds, nfev=None, status="STOPPED",
@@ -129,6 +153,8 @@ def run_tasks(tasks, jobs, time_limit, path):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--set", default="unseen", choices=sorted(SETS),
+                    help="the problem set (default unseen; unseen2: the second held-out set)")
     ap.add_argument("--label", default="before")
     ap.add_argument("--solvers", default=None,
                     help=f"comma-separated, of {', '.join(SOLVERS)} (default constropt)")
@@ -139,17 +165,21 @@ def main(argv=None):
     ap.add_argument("--time-limit", type=float, default=120.0,
                     help="constropt's time_limit; every run is stopped after 1.5x + 30 s")
     ap.add_argument("--report", action="store_true",
-                    help="write benchmarks/results/unseen.md (alone: without running)")
+                    help="write the set's report, benchmarks/results/<set>.md (alone: "
+                    "without running)")
     args = ap.parse_args(argv)
+    global PROBLEMS, PREFIX
+    module, PREFIX, report, title, after = SETS[args.set]
+    PROBLEMS = importlib.import_module(module)
     report_only = args.report and args.solvers is None
     solvers = [s for s in (args.solvers or "constropt").split(",") if s]
     unknown = [s for s in solvers if s not in SOLVERS]
     if unknown:
         raise SystemExit(f"unknown solver(s) {unknown}; known: {', '.join(SOLVERS)}")
-    names = [p for p in args.problems.split(",") if p] or list(unseen_problems.names())
+    names = [p for p in args.problems.split(",") if p] or list(PROBLEMS.names())
     for p in names:
-        unseen_problems.get(p)  # an unknown name fails here, before any run
-    unseen_problems.get.cache_clear()  # the children build their own records
+        PROBLEMS.get(p)  # an unknown name fails here, before any run
+    PROBLEMS.get.cache_clear()  # the children build their own records
     if not report_only:
         os.makedirs(RAW, exist_ok=True)
         path = raw_path(args.label)
@@ -162,8 +192,12 @@ def main(argv=None):
         print(f"{len(tasks)} runs to do ({len(done)} already in {path})", flush=True)
         run_tasks(tasks, args.jobs, args.time_limit, path)
     if args.report:
-        _unseen_report.write(RAW, REPORT, args.time_limit)
-        print(f"wrote {REPORT}")
+        if args.set == "unseen":  # the first set's report, as it always was
+            _unseen_report.write(RAW, REPORT, args.time_limit)
+        else:
+            _unseen_report.write(RAW, report, args.time_limit, PROBLEMS, PREFIX, after,
+                                 args.seeds, title)
+        print(f"wrote {report}")
 
 
 if __name__ == "__main__":
