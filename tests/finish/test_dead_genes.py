@@ -17,30 +17,11 @@ import pytest
 import sympy as sp
 
 import constropt
+from _moves import move as _move
+from _moves import polish as _polish_from
 from constropt import benchmarks
-from constropt.finish._budget import Budget, Incumbent
 from constropt.finish._deadgenes import dead_genes, revive
-from constropt.finish._polishing import polish_from
 from constropt.finish._verdict import check_point
-
-
-def _move(step, problem, x, f, V, pvec, max_evals, nfev=0):
-    """``step`` (a finishing move) from the incumbent ``(x, f, V)`` with the budget
-    ``max_evals`` of which ``nfev`` are spent: ``(x, f, V, evaluations spent in all,
-    stop)``."""
-    budget = Budget(max_evals, used=nfev)
-    inc, stop = step(problem, Incumbent(x, f, V, pvec), budget)
-    return inc.x, inc.f, inc.V, budget.used, stop
-
-
-def _polish_from(problem, start, pvec, x, f, V, max_evals, nfev=0):
-    """:func:`polish_from` from ``start`` with the incumbent ``(x, f, V)`` and the budget
-    ``max_evals`` of which ``nfev`` are spent: ``(x, f, V, evaluations spent in all,
-    stop)``."""
-    budget = Budget(max_evals, used=nfev)
-    inc, stop = polish_from(problem, start, Incumbent(x, f, V, pvec), budget)
-    return inc.x, inc.f, inc.V, budget.used, stop
-
 
 C = (0, 1, 5, 8)
 Z = sum(math.exp(-c) for c in C)

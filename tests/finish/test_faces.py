@@ -16,21 +16,12 @@ import pytest
 import sympy as sp
 
 import constropt
+from _moves import move as _move
 from constropt import benchmarks
-from constropt.finish._budget import Budget, Incumbent
 from constropt.finish._flips import bound_flips
 from constropt.finish._intsearch import integer_search
 from constropt.finish._verdict import check_point
 from constropt.local._newton import restore
-
-
-def _move(step, problem, x, f, V, pvec, max_evals, nfev=0):
-    """``step`` (a finishing move) from the incumbent ``(x, f, V)`` with the budget
-    ``max_evals`` of which ``nfev`` are spent: ``(x, f, V, evaluations spent in all,
-    stop)``."""
-    budget = Budget(max_evals, used=nfev)
-    inc, stop = step(problem, Incumbent(x, f, V, pvec), budget)
-    return inc.x, inc.f, inc.V, budget.used, stop
 
 
 def _units_problem():

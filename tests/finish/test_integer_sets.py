@@ -16,18 +16,8 @@ import pytest
 import sympy as sp
 
 import constropt
-from constropt.finish._budget import Budget, Incumbent
+from _moves import move as _move
 from constropt.finish._snap import integer_sets
-
-
-def _move(step, problem, x, f, V, pvec, max_evals, nfev=0):
-    """``step`` (a finishing move) from the incumbent ``(x, f, V)`` with the budget
-    ``max_evals`` of which ``nfev`` are spent: ``(x, f, V, evaluations spent in all,
-    stop)``."""
-    budget = Budget(max_evals, used=nfev)
-    inc, stop = step(problem, Incumbent(x, f, V, pvec), budget)
-    return inc.x, inc.f, inc.V, budget.used, stop
-
 
 ALLOWED = (1, 2, 3, 5, 8, 10, 12)
 a = sp.symbols("a1:4", integer=True)

@@ -8,19 +8,9 @@ import pytest
 import sympy as sp
 
 import constropt
-from constropt.finish._budget import Budget, Incumbent
+from _moves import move as _move
 from constropt.finish._pieces import EDGE, breakpoints, piece_moves
 from constropt.finish._verdict import check_point
-
-
-def _move(step, problem, x, f, V, pvec, max_evals, nfev=0):
-    """``step`` (a finishing move) from the incumbent ``(x, f, V)`` with the budget
-    ``max_evals`` of which ``nfev`` are spent: ``(x, f, V, evaluations spent in all,
-    stop)``."""
-    budget = Budget(max_evals, used=nfev)
-    inc, stop = step(problem, Incumbent(x, f, V, pvec), budget)
-    return inc.x, inc.f, inc.V, budget.used, stop
-
 
 x, y, a = sp.symbols("x y a", real=True)
 

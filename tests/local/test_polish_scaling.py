@@ -9,21 +9,11 @@ import pytest
 import sympy as sp
 
 import constropt
+from _moves import polish as _polish_from
 from constropt.benchmarks import get
-from constropt.finish._budget import Budget, Incumbent
-from constropt.finish._polishing import polish_from
+from constropt.finish._budget import Budget
 from constropt.finish._verdict import check_point
 from constropt.local._newton import restore
-
-
-def _polish_from(problem, start, pvec, x, f, V, max_evals, nfev=0):
-    """:func:`polish_from` from ``start`` with the incumbent ``(x, f, V)`` and the budget
-    ``max_evals`` of which ``nfev`` are spent: ``(x, f, V, evaluations spent in all,
-    stop)``."""
-    budget = Budget(max_evals, used=nfev)
-    inc, stop = polish_from(problem, start, Incumbent(x, f, V, pvec), budget)
-    return inc.x, inc.f, inc.V, budget.used, stop
-
 
 # where seed 1's search ended on G22 (defaults, 500,000 evaluations): infeasible, total
 # violation 5.1e4; genes from 1 to 2e7, equality rows with coefficients 1e5 and 1
