@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from ._functions import FUNCTION, NODE_FUNCTIONS, Domain
 
-__all__ = ["guarded", "point_functions"]
+__all__ = ["guarded", "point_functions", "powi"]
 
 inf = math.inf
 nan = math.nan
@@ -116,3 +116,17 @@ def _coerced(fn, coerce):
     def coerced(a, b):
         return fn(*coerce(a, b))
     return coerced
+
+
+def powi(a, n: int):
+    """``a ** n`` for an integer ``n >= 2`` as a chain of multiplications (square and
+    multiply), for NumPy arrays and torch tensors alike: both runtimes call it."""
+    result = None
+    base = a
+    while n:
+        if n & 1:
+            result = base if result is None else result * base
+        n >>= 1
+        if n:
+            base = base * base
+    return result

@@ -15,6 +15,7 @@ import numpy as np
 
 from ._guards import guarded as _guarded
 from ._guards import point_functions as _point_functions
+from ._guards import powi  # noqa: F401 - the generated code's rt.powi
 
 nan = math.nan
 inf = math.inf
@@ -30,18 +31,6 @@ def where(c, a, b, dtype=None):
 
 def cast(block, dtype):
     return block if block.dtype == dtype else block.astype(dtype)
-
-
-def powi(a, n: int):
-    result = None
-    base = a
-    while n:
-        if n & 1:
-            result = base if result is None else result * base
-        n >>= 1
-        if n:
-            base = base * base
-    return result
 
 
 recip = _guarded(np.where, lambda a: 1.0 / a, lambda a: a != 0, 1.0)

@@ -30,6 +30,7 @@ import torch
 
 from ._guards import guarded as _guarded
 from ._guards import point_functions as _point_functions
+from ._guards import powi  # noqa: F401 - the generated code's rt.powi
 
 nan = math.nan
 inf = math.inf
@@ -66,19 +67,6 @@ def where(c, a, b, dtype=None):
 
 def cast(block, dtype):
     return block.to(dtype)
-
-
-def powi(a, n: int):
-    """``a ** n`` for an integer ``n >= 2`` as a chain of multiplications."""
-    result = None
-    base = a
-    while n:
-        if n & 1:
-            result = base if result is None else result * base
-        n >>= 1
-        if n:
-            base = base * base
-    return result
 
 
 globals().update(_point_functions(
