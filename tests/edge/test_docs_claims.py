@@ -250,3 +250,20 @@ def test_certificates_page_quotes_the_lp_benchmark():
     summary = [line for line in (ROOT / "benchmarks" / "results" / "certify_lp.md")
                .read_text().splitlines() if line.startswith("Gap at most 1e-6")]
     assert summary and summary[0] in sec
+
+
+def test_cli_page_quotes_the_parse_error_it_gets(tmp_path, monkeypatch):
+    # docs/cli.md quotes the ParseError of an unknown name: the same text, wrapped
+    from constropt import ParseError
+    from constropt.files import load_problem
+
+    page = (DOCS / "cli.md").read_text()
+    block = re.search(r"```text\n(problem\.toml: constraints\[1\].*?)```", page, re.S)
+    assert block is not None
+    (tmp_path / "problem.toml").write_text(
+        'objective = "x + y + z"\nconstraints = ["x <= 1", "x + foo >= 1"]\n'
+        "[variables]\nx = [0, 1]\ny = [0, 1]\nz = [0, 1]\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ParseError) as err:
+        load_problem("problem.toml")
+    assert _flat(block.group(1)) == _flat(str(err.value))
