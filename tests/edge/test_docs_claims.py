@@ -169,15 +169,25 @@ def _table_ratios(text: str, first_cell: str) -> list[str]:
 
 
 def test_fitness_page_quotes_the_benchmark_results():
-    # docs/fitness.md's speed table is the one benchmarks/fitness.py wrote to its results
-    # file (same rows, same ratios, misses marked), not numbers pasted from another run
+    # docs/fitness.md's speed table is the one benchmarks/fitness.py --quote makes from its
+    # results file (same rows, times, ratios, load; misses marked), not pasted numbers
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fitness_bench",
+                                                  ROOT / "benchmarks" / "fitness.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
     results = (ROOT / "benchmarks" / "results" / "fitness.md").read_text()
     page = (DOCS / "fitness.md").read_text()
+    block = re.search(r"<!-- fitness-table: begin[^>]*-->\n(.*?)<!-- fitness-table: end -->",
+                      page, re.S)
+    assert block is not None, "docs/fitness.md lost its fitness-table markers"
+    assert block.group(1) == bench.page_table(results), \
+        "regenerate it: python benchmarks/fitness.py --quote benchmarks/results/fitness.md"
     got = _table_ratios(results, "example")
     quoted = _table_ratios(page, "call (2-core CPU")
     assert len(got) == len(quoted) == 9
-    order = [0, 4, 1, 5, 2, 6, 3, 7, 8]  # the page groups the two examples by size
-    assert quoted == [got[i] for i in order]
+    assert quoted == [got[i] for i in bench.PAGE_ORDER]
     met = [line.split("|")[9].strip() for line in results.splitlines()
            if re.match(r"\| [123] \|", line)]
     missed = sum("missed" in line for line in page.splitlines() if line.startswith("| example"))
@@ -240,3 +250,20 @@ def test_certificates_page_quotes_the_lp_benchmark():
     summary = [line for line in (ROOT / "benchmarks" / "results" / "certify_lp.md")
                .read_text().splitlines() if line.startswith("Gap at most 1e-6")]
     assert summary and summary[0] in sec
+
+
+def test_cli_page_quotes_the_parse_error_it_gets(tmp_path, monkeypatch):
+    # docs/cli.md quotes the ParseError of an unknown name: the same text, wrapped
+    from constropt import ParseError
+    from constropt.files import load_problem
+
+    page = (DOCS / "cli.md").read_text()
+    block = re.search(r"```text\n(problem\.toml: constraints\[1\].*?)```", page, re.S)
+    assert block is not None
+    (tmp_path / "problem.toml").write_text(
+        'objective = "x + y + z"\nconstraints = ["x <= 1", "x + foo >= 1"]\n'
+        "[variables]\nx = [0, 1]\ny = [0, 1]\nz = [0, 1]\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ParseError) as err:
+        load_problem("problem.toml")
+    assert _flat(block.group(1)) == _flat(str(err.value))

@@ -205,6 +205,24 @@ def test_convergence_legend_while_infeasible_throughout(tmp_path):
     assert "best objective (feasible point)" not in labels
 
 
+def test_convergence_plot_of_a_proven_infeasible_problem_shows_its_violation(tmp_path):
+    # a disc and a far half-plane: interval propagation proves it infeasible, no search
+    # runs (an empty history); the plot said "best point feasible throughout"
+    p = constropt.Problem(x + y, [x**2 + y**2 <= 1, x + y >= 3],
+                          bounds={x: (-4, 4), y: (-4, 4)})
+    res = constropt.solve(p, seed=0, device="cpu")
+    assert not res.feasible and res.history.nfev.size == 0
+    want = 3 - np.sqrt(2)  # the least violation, at (1, 1) / sqrt(2)
+    assert np.sum(res.violations) == pytest.approx(want, abs=1e-6)
+    fig = res.plot(tmp_path / "proven.png")
+    ax_v = fig.get_axes()[1]
+    labels = _legend_labels(ax_v)
+    assert not any("feasible throughout" in t for t in labels), labels
+    (star,) = [ln for ln in ax_v.get_lines() if ln.get_marker() == "*"]
+    assert star.get_ydata()[0] == pytest.approx(want, abs=1e-6)
+    assert any("no search run" in t for t in labels)
+
+
 def test_contour_labels_round_tiny_levels_to_zero(tmp_path):
     from constropt.interface._plot import contour_label
 

@@ -129,10 +129,24 @@ def plot_result(result, path=None, ax=None):
             first = nfev[np.argmax(feas)]
             ax_v.axvline(first, color=_FEASIBLE, ls=":", lw=1.2,
                          label=f"feasible from {int(first)} evaluations")
-    else:  # said in the legend: a text in the middle of the axes sat on the curves
+    elif cv.size and result.feasible:  # said in the legend: a text over the curves
         ax_v.plot(nfev, cv, color=_FEASIBLE, lw=1.4,
                   label="violation 0: best point feasible throughout")
         ax_v.set_yticks([0.0])
+    elif cv.size:  # the search's band saw no violation; the result's exact check did
+        ax_v.plot(nfev, cv, color=_VIOLATION, lw=1.4,
+                  label="violation 0 in the search (the result's check: infeasible)")
+        ax_v.set_yticks([0.0])
+    if not cv.size:  # no search ran (an infeasibility proof): the result's point alone
+        total = float(np.sum(result.violations))
+        if total > 0:
+            ax_v.semilogy([result.nfev], [total], marker="*", ms=12, ls="none",
+                          color=_INFEASIBLE,
+                          label=f"violation of the result {total:.3g} (no search run)")
+        else:
+            ax_v.plot([result.nfev], [0.0], marker="*", ms=12, ls="none",
+                      color=_FEASIBLE, label="violation of the result 0 (no search run)")
+            ax_v.set_yticks([0.0])
     ax_v.set_ylabel("total violation")
     if ax is None:
         ax_v.set_xlabel("evaluations")

@@ -25,7 +25,7 @@ __all__ = ["Interop"]
 class Interop:
     """The plot and the conversions of a :class:`~constropt.Problem` (its base class)."""
 
-    def to_pymoo(self, parameters=None):
+    def to_pymoo(self, parameters: Mapping[sp.Symbol, float] | None = None) -> Any:
         """This problem as a ``pymoo`` problem (``pymoo.core.problem.Problem``).
 
         Vectorized: each evaluation runs the generated NumPy code (float64) on the whole
@@ -115,7 +115,8 @@ class Interop:
         """
         return problem_to_scipy(self, parameters, eq_tol=eq_tol, strict_margin=strict_margin)
 
-    def to_scip(self, parameters=None, *, eq_tol=None, strict_margin: float = 1e-9):
+    def to_scip(self, parameters: Mapping[sp.Symbol, float] | None = None, *,
+                eq_tol: float | None = None, strict_margin: float = 1e-9) -> Any:
         """The problem as a SCIP model (a ``pyscipopt.Model``, not yet solved).
 
         The objective and the constraints every feasible point must satisfy, translated

@@ -20,7 +20,7 @@ from ..engine._driver import CODES
 from ..engine._ga import Population
 from ..finish._budget import Budget
 from ..finish._finish import finish_batch, make_result
-from ..finish._result import Stopwatch, raise_if_failed, run_timings
+from ..finish._result import Result, Stopwatch, raise_if_failed, run_timings
 from ..problem._bounds import parameter_box
 from ._build import (  # re-exported: the search's settings live in _build
     ALGORITHMS,
@@ -233,7 +233,7 @@ class Search:
         return BestPoint(x, -f if self.problem.maximize else f, cv)
 
     # -- finishing ----------------------------------------------------------------------
-    def result(self):
+    def result(self) -> Result:
         """Run to the end if needed, then polish, check in float64 and return the
         :class:`Result` (the same object on later calls)."""
         return self._finish()[0]
