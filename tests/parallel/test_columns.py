@@ -58,3 +58,22 @@ def test_mixed_values_fall_back_to_lists():
     nums = [True, False, True]
     back = _values(_column(nums), 3)
     assert back == nums and all(type(v) is bool for v in back)
+
+
+def test_rebuilt_results_keep_the_normal_form_of_a_result():
+    # unpack skips Result.__post_init__: the columns must rebuild what it would make
+    from constropt.finish._result import FrozenDict
+
+    x, y, r = sp.symbols("x y r")
+    p = constropt.Problem(x + 2 * y, [(x - 1)**2 + (y + 1)**2 <= r**2],
+                          bounds={x: (-10, 10), y: (-10, 10)}, parameters={r: 1.0})
+    br = constropt.solve_batch(p, {r: np.linspace(0.5, 5.0, 6)}, seed=0)
+    back = unpack(pickle.loads(pickle.dumps(pack(br.results))), problem=p)
+    for a, b in zip(back, br.results):
+        for name in ("x", "timings", "equality_residuals"):
+            assert type(getattr(a, name)) is FrozenDict, name
+            assert dict(getattr(a, name)) == dict(getattr(b, name)), name
+        for name in ("x_array", "violations"):
+            arr = getattr(a, name)
+            assert arr.dtype == np.float64 and not arr.flags.writeable, name
+        _fields_equal(a, b)
