@@ -77,3 +77,17 @@ def test_rebuilt_results_keep_the_normal_form_of_a_result():
             arr = getattr(a, name)
             assert arr.dtype == np.float64 and not arr.flags.writeable, name
         _fields_equal(a, b)
+
+
+def test_arrays_of_one_shape_come_back_as_they_went():
+    from constropt.parallel._columns import _column, _values
+
+    for arrs in ([np.arange(6.0).reshape(2, 3) + k for k in range(4)],   # 2-D
+                 [np.array(1.5), np.array(-2.0)],                         # 0-d
+                 [np.arange(3, dtype=np.int64) * k for k in range(3)]):   # 1-D ints
+        col = _column(arrs)
+        assert col[0] == "stack"
+        back = _values(col, len(arrs))
+        for a, b in zip(back, arrs):
+            assert a.shape == b.shape and a.dtype == b.dtype
+            np.testing.assert_array_equal(a, b)

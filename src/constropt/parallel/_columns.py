@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Mapping
+from operator import attrgetter, itemgetter
 
 import numpy as np
 
@@ -32,7 +33,16 @@ def pack(results, skip=("problem",)) -> dict:
     cls = type(results[0])
     names = [f.name for f in dataclasses.fields(cls) if f.init and f.name not in skip]
     return {"type": cls, "n": len(results),
-            "cols": {k: _column([getattr(r, k) for r in results]) for k in names}}
+            "cols": {k: _column(v) for k, v in zip(names, _transpose(results, names,
+                                                                   attrgetter))}}
+
+
+def _transpose(objs, keys, getter) -> list:
+    """One list per key of ``getter(key)`` of every object (``attrgetter`` or
+    ``itemgetter``): each object read in one C call, not one call per key."""
+    if len(keys) == 1:
+        return [list(map(getter(keys[0]), objs))]
+    return [list(col) for col in zip(*map(getter(*keys), objs))]
 
 
 def unpack(packed, **extra) -> list:
@@ -101,24 +111,28 @@ def _column(vals):
         if isinstance(v0, np.ndarray):
             return _arrays(vals)
         if dataclasses.is_dataclass(v0) and not isinstance(v0, type):
-            return ("fields", type(v0), {f.name: _column([getattr(v, f.name) for v in vals])
-                                         for f in dataclasses.fields(v0) if f.init})
+            names = [f.name for f in dataclasses.fields(v0) if f.init]
+            return ("fields", type(v0), {k: _column(c) for k, c in
+                                         zip(names, _transpose(vals, names, attrgetter))})
         if isinstance(v0, Mapping):
             frozen = type(v0) is FrozenDict
             if frozen:  # their dicts: the Mapping protocol is slow
                 vals = [v._data for v in vals]
             keys = tuple(vals[0])
             if all(tuple(v) == keys for v in vals):
-                return ("mapping", keys, [_column([v[k] for v in vals]) for k in keys],
-                        frozen)
+                cols = _transpose(vals, keys, itemgetter) if keys else []
+                return ("mapping", keys, [_column(c) for c in cols], frozen)
     return ("list", list(vals))
 
 
 def _arrays(vals):
-    if len({v.dtype for v in vals}) > 1:
+    if len(set(map(attrgetter("dtype"), vals))) > 1:
         return ("list", list(vals))
-    if len({v.shape for v in vals}) == 1:
-        return ("stack", np.stack(vals), not any(v.flags.writeable for v in vals))
+    shapes = set(map(attrgetter("shape"), vals))
+    if len(shapes) == 1:
+        shape = shapes.pop()  # one concatenation: np.stack reshapes each array first
+        arr = np.concatenate(vals).reshape((len(vals), *shape)) if shape else np.array(vals)
+        return ("stack", arr, not any(v.flags.writeable for v in vals))
     if {v.ndim for v in vals} == {1}:
         return ("ragged", np.concatenate(vals), np.array([v.size for v in vals]))
     return ("list", list(vals))
