@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import OptionError
-from ..solver._batch import BatchResult, _param_matrix
+from ..solver._batch import BatchResult, _param_matrix, stacked_x
 from ..solver._batch import solve_batch as _solve_one
 from ..solver._localfirst import order_of
 from ._columns import pack, unpack
@@ -124,7 +124,7 @@ def _assemble(problem, M, got, rank, own, t_start, t_solved) -> BatchResult:
     parts.update(shard=slowest, gather=end - t_solved, total=end - t_start)
     pdict = {s: M[k].copy() for k, s in enumerate(problem.layout.parameters)}
     return BatchResult(
-        results=tuple(results), x=np.stack([r.x_array for r in results]),
+        results=tuple(results), x=stacked_x(results),
         fun=np.array([r.fun for r in results]),
         feasible=np.array([r.feasible for r in results]),
         success=np.array([r.success for r in results]), parameters=pdict, timings=parts)
