@@ -113,10 +113,10 @@ def _assemble(problem, M, got, rank, own, t_start, t_solved) -> BatchResult:
             continue
         idx, cols, tim = item
         res = own.results if r == rank else unpack(cols, problem=problem)
-        for b, res_b in zip(idx, res):
+        for b, res_b in zip(idx.tolist(), res):
             if res_b.problem is not problem:  # this rank's own: solved on its share's box
                 object.__setattr__(res_b, "problem", problem)
-            results[int(b)] = res_b
+            results[b] = res_b
         for k, v in tim.items():
             parts[k] = max(parts.get(k, 0.0), v)
         slowest = max(slowest, tim["total"])
