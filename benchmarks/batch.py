@@ -18,7 +18,7 @@ Prints wall times and ratios and writes them to ``--out`` (default
 ``benchmarks/results/batch.md``).
 
     python benchmarks/batch.py [--sizes 10,100,1000,10000] [--rounds 5] [--threads 1]
-                               [--shard-instances 1000] [--out FILE]
+                               [--shard-instances 1000] [--shard-rounds 11] [--out FILE]
 
 ``--threads`` (default 1) sets torch's intra-op threads: the scipy loop runs on one core,
 and on a machine other processes load, torch's thread barriers make every small batched
@@ -319,6 +319,9 @@ def main(argv=None) -> str:
                     help="sequential solve calls timed at 1,000 instances (scaled)")
     ap.add_argument("--shard-instances", type=int, default=1000,
                     help="instances of the one-process / two-rank comparison (0: skip)")
+    ap.add_argument("--shard-rounds", type=int, default=11,
+                    help="timed calls per process of that comparison (medians; on a loaded "
+                         "machine five calls' CPU seconds still moved by 0.1 of a share)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1,
                     help="torch intra-op threads (default 1, like the scipy loop)")
@@ -390,7 +393,9 @@ def main(argv=None) -> str:
         "|---|---|---|---|---|---|---|"]
     lines += [_table_row(m) for m in rows]
     if args.shard_instances:
-        lines += shard_section(ranks(args.shard_instances, R, seed), args.shard_instances, R)
+        SR = args.shard_rounds
+        lines += shard_section(ranks(args.shard_instances, SR, seed), args.shard_instances,
+                               SR)
     lines += ["", f"Load average (1 min) on this {os.cpu_count()}-CPU machine: {load0:.1f} at "
                   f"the start, {os.getloadavg()[0]:.1f} at the end."]
     text = "\n".join(lines) + "\n"

@@ -58,3 +58,36 @@ def test_mixed_values_fall_back_to_lists():
     nums = [True, False, True]
     back = _values(_column(nums), 3)
     assert back == nums and all(type(v) is bool for v in back)
+
+
+def test_rebuilt_results_keep_the_normal_form_of_a_result():
+    # unpack skips Result.__post_init__: the columns must rebuild what it would make
+    from constropt.finish._result import FrozenDict
+
+    x, y, r = sp.symbols("x y r")
+    p = constropt.Problem(x + 2 * y, [(x - 1)**2 + (y + 1)**2 <= r**2],
+                          bounds={x: (-10, 10), y: (-10, 10)}, parameters={r: 1.0})
+    br = constropt.solve_batch(p, {r: np.linspace(0.5, 5.0, 6)}, seed=0)
+    back = unpack(pickle.loads(pickle.dumps(pack(br.results))), problem=p)
+    for a, b in zip(back, br.results):
+        for name in ("x", "timings", "equality_residuals"):
+            assert type(getattr(a, name)) is FrozenDict, name
+            assert dict(getattr(a, name)) == dict(getattr(b, name)), name
+        for name in ("x_array", "violations"):
+            arr = getattr(a, name)
+            assert arr.dtype == np.float64 and not arr.flags.writeable, name
+        _fields_equal(a, b)
+
+
+def test_arrays_of_one_shape_come_back_as_they_went():
+    from constropt.parallel._columns import _column, _values
+
+    for arrs in ([np.arange(6.0).reshape(2, 3) + k for k in range(4)],   # 2-D
+                 [np.array(1.5), np.array(-2.0)],                         # 0-d
+                 [np.arange(3, dtype=np.int64) * k for k in range(3)]):   # 1-D ints
+        col = _column(arrs)
+        assert col[0] == "stack"
+        back = _values(col, len(arrs))
+        for a, b in zip(back, arrs):
+            assert a.shape == b.shape and a.dtype == b.dtype
+            np.testing.assert_array_equal(a, b)

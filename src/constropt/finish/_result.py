@@ -30,7 +30,9 @@ class FrozenDict(Mapping):
     _data: dict
 
     def __init__(self, data=()) -> None:
-        object.__setattr__(self, "_data", dict(data))
+        # another FrozenDict: copy its dict (the Mapping protocol is ten times slower)
+        object.__setattr__(self, "_data", dict(data._data if type(data) is FrozenDict
+                                               else data))
 
     def __getitem__(self, key):
         return self._data[key]

@@ -29,7 +29,6 @@ from ._poles import pole_status
 from ._repair import Certified, certify_point
 from ._result import Status
 from ._status import _unbounded, bounded_in, constant_note
-from ._tight import equality_residuals
 from ._verdict import UNBOUNDED_LEVEL, infeasible_status, objective_verdict
 from ._verify import PRECISIONS, Verification, _combine, _fmpz, exact_genes, fun_error, overall
 
@@ -65,6 +64,7 @@ class _Certifier:
         self.prog = program_for(problem)
         self.kinds = [lf.kind for lf in problem.leaves]
         self.trees = [c.tree for c in problem.lowering.constraints]
+        self.integer = bool(problem.integer.any())
 
     def __call__(self, x, pvec, f, V) -> Certified:
         from flint import arb
@@ -77,7 +77,7 @@ class _Certifier:
         if not self.plain:
             return certify_point(problem, x, pvec, fun, V)
         f64 = bool(np.all(V == 0))
-        genes = exact_genes(problem, x)
+        genes = exact_genes(problem, x) if self.integer else x.tolist()
         with working_precision(bits):
             xs = [arb(g) if isinstance(g, float) else arb(_fmpz(g)) for g in genes]
             ps = [arb(float(p)) for p in pvec]
@@ -92,7 +92,7 @@ class _Certifier:
                            float64_feasible=f64, fun_error=fun_error(fun, vals[0]),
                            repaired=False, precision=bits,
                            seconds=time.perf_counter() - t0,
-                           residuals=equality_residuals(problem, x, pvec))
+                           residuals={})  # no equality leaves (plain)
         return Certified(x, fun, np.array(V, dtype=np.float64), ver, genes, "", 0)
 
 

@@ -238,7 +238,7 @@ def _settle(problem, X, M, active=None, keep_feasible=False):
     feas = (V == 0).all(axis=0)
     used = np.ones(k, dtype=np.int64)
     todo = ~feas if keep_feasible else np.ones(k, dtype=bool)
-    for margin in (0.0, 1e-9, 1e-6):
+    for margin in (1e-12, 1e-9, 1e-6):
         idx = np.flatnonzero(todo)
         if idx.size == 0:
             break

@@ -16,8 +16,11 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Mapping
+from operator import attrgetter, itemgetter
 
 import numpy as np
+
+from ..finish._result import FrozenDict, Result
 
 __all__ = ["pack", "unpack"]
 
@@ -30,38 +33,52 @@ def pack(results, skip=("problem",)) -> dict:
     cls = type(results[0])
     names = [f.name for f in dataclasses.fields(cls) if f.init and f.name not in skip]
     return {"type": cls, "n": len(results),
-            "cols": {k: _column([getattr(r, k) for r in results]) for k in names}}
+            "cols": {k: _column(v) for k, v in zip(names, _transpose(results, names,
+                                                                   attrgetter))}}
+
+
+def _transpose(objs, keys, getter) -> list:
+    """One list per key of ``getter(key)`` of every object (``attrgetter`` or
+    ``itemgetter``): each object read in one C call, not one call per key."""
+    if len(keys) == 1:
+        return [list(map(getter(keys[0]), objs))]
+    return [list(col) for col in zip(*map(getter(*keys), objs))]
 
 
 def unpack(packed, **extra) -> list:
     """The Results of :func:`pack`'s ``packed``, with the fields ``extra`` (the skipped
     ones) set on every one."""
     n, cols = packed["n"], packed["cols"]
-    values = {k: _values(c, n) for k, c in cols.items()}
-    build = _builder(packed["type"], set(values) | set(extra))
-    return [build({**{k: v[i] for k, v in values.items()}, **extra}) for i in range(n)]
+    names = [*cols, *extra]
+    columns = [_values(c, n) for c in cols.values()] + [[v] * n for v in extra.values()]
+    return _build_rows(packed["type"], names, columns)
 
 
-def _builder(cls, names):
-    """``fields -> instance`` of the dataclass ``cls``: where ``names`` are all its
-    fields and each is set by ``__init__`` (none derived or hidden), the instance's
+def _build_rows(cls, names, columns) -> list:
+    """The instances of the dataclass ``cls`` whose fields ``names`` take, instance by
+    instance, the values of ``columns`` (one list per name).  Where ``names`` are all
+    its fields and each is set by ``__init__`` (none derived or hidden), an instance's
     attributes are set at once and its ``__post_init__`` run, which is what its
     ``__init__`` does, without one frozen ``__setattr__`` per field (a batch rebuilds
     thousands); otherwise ``cls(**fields)``."""
     fields = dataclasses.fields(cls)
-    plain = all(f.init for f in fields) and {f.name for f in fields} == names and \
+    plain = all(f.init for f in fields) and {f.name for f in fields} == set(names) and \
         not hasattr(cls, "__slots__") and dataclasses.is_dataclass(cls)
+    rows = zip(*columns)
     if not plain:
-        return lambda kw: cls(**kw)
-    post = getattr(cls, "__post_init__", None)
-
-    def build(kw):
-        obj = object.__new__(cls)
-        obj.__dict__.update(kw)
+        return [cls(**dict(zip(names, row))) for row in rows]
+    # a Result's __post_init__ only makes its mappings FrozenDicts and its arrays
+    # read-only float64 copies; the sender's were, and the columns rebuild them so
+    post = None if cls is Result else getattr(cls, "__post_init__", None)
+    new = object.__new__
+    out = []
+    for row in rows:
+        obj = new(cls)
+        obj.__dict__.update(zip(names, row))
         if post is not None:
             post(obj)
-        return obj
-    return build
+        out.append(obj)
+    return out
 
 
 def _simple(v) -> bool:
@@ -69,19 +86,23 @@ def _simple(v) -> bool:
                                                                for e in v))
 
 
+def _one_type(vals) -> bool:
+    return len(set(map(type, vals))) == 1
+
+
 def _same(vals) -> bool:
     """Whether every value is the first one (plain values only: an array's ``==`` is
     not a bool, and an object may define ``==`` loosely)."""
     v0 = vals[0]
-    return _simple(v0) and all(type(v) is type(v0) and v == v0 for v in vals)
+    return _simple(v0) and _one_type(vals) and vals.count(v0) == len(vals)
 
 
 def _column(vals):
     """One field's values as ``(kind, payload...)``."""
     v0 = vals[0]
-    if all(v is v0 for v in vals) or _same(vals):  # one object (variables), or equal
+    if len(set(map(id, vals))) == 1 or _same(vals):  # one object (variables), or equal
         return ("same", v0)
-    if all(type(v) is type(v0) for v in vals):
+    if _one_type(vals):
         if isinstance(v0, (bool, int, float)) and not isinstance(v0, enum.Enum):
             return ("numbers", type(v0), np.array(vals))
         if isinstance(v0, str) and not isinstance(v0, enum.Enum):
@@ -90,20 +111,29 @@ def _column(vals):
         if isinstance(v0, np.ndarray):
             return _arrays(vals)
         if dataclasses.is_dataclass(v0) and not isinstance(v0, type):
-            return ("fields", type(v0), {f.name: _column([getattr(v, f.name) for v in vals])
-                                         for f in dataclasses.fields(v0) if f.init})
+            names = [f.name for f in dataclasses.fields(v0) if f.init]
+            return ("fields", type(v0), {k: _column(c) for k, c in
+                                         zip(names, _transpose(vals, names, attrgetter))})
         if isinstance(v0, Mapping):
-            keys = tuple(v0)
+            frozen = type(v0) is FrozenDict
+            if frozen:  # their dicts: the Mapping protocol is slow
+                vals = [v._data for v in vals]
+            keys = tuple(vals[0])
             if all(tuple(v) == keys for v in vals):
-                return ("mapping", keys, [_column([v[k] for v in vals]) for k in keys])
+                cols = _transpose(vals, keys, itemgetter) if keys else []
+                return ("mapping", keys, [_column(c) for c in cols], frozen)
     return ("list", list(vals))
 
 
 def _arrays(vals):
-    v0 = vals[0]
-    if all(v.shape == v0.shape and v.dtype == v0.dtype for v in vals):
-        return ("stack", np.stack(vals))
-    if all(v.ndim == 1 and v.dtype == v0.dtype for v in vals):
+    if len(set(map(attrgetter("dtype"), vals))) > 1:
+        return ("list", list(vals))
+    shapes = set(map(attrgetter("shape"), vals))
+    if len(shapes) == 1:
+        shape = shapes.pop()  # one concatenation: np.stack reshapes each array first
+        arr = np.concatenate(vals).reshape((len(vals), *shape)) if shape else np.array(vals)
+        return ("stack", arr, not any(v.flags.writeable for v in vals))
+    if {v.ndim for v in vals} == {1}:
         return ("ragged", np.concatenate(vals), np.array([v.size for v in vals]))
     return ("list", list(vals))
 
@@ -118,14 +148,18 @@ def _values(col, n) -> list:
     if kind == "strings":
         return [col[1][i] for i in col[2].tolist()]
     if kind == "stack":
-        return list(col[1])
+        arr = col[1]
+        if len(col) > 2 and col[2]:  # read-only in every Result: views of a read-only copy
+            arr = arr.copy()
+            arr.setflags(write=False)
+        return list(arr)
     if kind == "ragged":
         return np.split(col[1], np.cumsum(col[2])[:-1])
     if kind == "fields":
-        vals = {k: _values(c, n) for k, c in col[2].items()}
-        build = _builder(col[1], set(vals))
-        return [build({k: v[i] for k, v in vals.items()}) for i in range(n)]
+        return _build_rows(col[1], list(col[2]), [_values(c, n) for c in col[2].values()])
     if kind == "mapping":
-        vals = [_values(c, n) for c in col[2]]
-        return [dict(zip(col[1], (v[i] for v in vals))) for i in range(n)]
+        keys, wrap = col[1], FrozenDict if len(col) > 3 and col[3] else dict
+        if not keys:
+            return [wrap() for _ in range(n)]
+        return [wrap(dict(zip(keys, row))) for row in zip(*(_values(c, n) for c in col[2]))]
     return col[1]

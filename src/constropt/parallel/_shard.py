@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import OptionError
-from ..solver._batch import BatchResult, _param_matrix
+from ..solver._batch import BatchResult, _param_matrix, stacked_x
 from ..solver._batch import solve_batch as _solve_one
 from ..solver._localfirst import order_of
 from ._columns import pack, unpack
@@ -113,10 +113,10 @@ def _assemble(problem, M, got, rank, own, t_start, t_solved) -> BatchResult:
             continue
         idx, cols, tim = item
         res = own.results if r == rank else unpack(cols, problem=problem)
-        for b, res_b in zip(idx, res):
+        for b, res_b in zip(idx.tolist(), res):
             if res_b.problem is not problem:  # this rank's own: solved on its share's box
                 object.__setattr__(res_b, "problem", problem)
-            results[int(b)] = res_b
+            results[b] = res_b
         for k, v in tim.items():
             parts[k] = max(parts.get(k, 0.0), v)
         slowest = max(slowest, tim["total"])
@@ -124,7 +124,7 @@ def _assemble(problem, M, got, rank, own, t_start, t_solved) -> BatchResult:
     parts.update(shard=slowest, gather=end - t_solved, total=end - t_start)
     pdict = {s: M[k].copy() for k, s in enumerate(problem.layout.parameters)}
     return BatchResult(
-        results=tuple(results), x=np.stack([r.x_array for r in results]),
+        results=tuple(results), x=stacked_x(results),
         fun=np.array([r.fun for r in results]),
         feasible=np.array([r.feasible for r in results]),
         success=np.array([r.success for r in results]), parameters=pdict, timings=parts)

@@ -221,11 +221,16 @@ def solve_batch(problem: Problem, parameters: Mapping[Any, Any], *, device: Any 
                                 t_start=t_start)
         results, timings = tuple(search._finish()), dict(search._timings)
     return BatchResult(
-        results=results, x=np.stack([r.x_array for r in results]),
+        results=results, x=stacked_x(results),
         fun=np.array([r.fun for r in results]),
         feasible=np.array([r.feasible for r in results]),
         success=np.array([r.success for r in results]), parameters=pdict,
         timings=timings)
+
+
+def stacked_x(results) -> np.ndarray:
+    """(B, n): the Results' points, one concatenation (``np.stack`` reshapes each)."""
+    return np.concatenate([r.x_array for r in results]).reshape(len(results), -1)
 
 
 def _batch_handlers() -> str:
