@@ -1,7 +1,7 @@
 """The option ``local_search`` and the local solver the search's multistart stage calls
 (:mod:`constropt.engine._multistart`).
 
-``local_search="auto"`` (off by default for now: False) runs the stage in a single
+``local_search="auto"`` (the default) runs the stage in a single
 search (``solve``, ``Search``) of a continuous problem with exact derivatives,
 without a checkpoint (the record of minima is not part of the checkpointed state, so
 a checkpointed run searches as before and resumes exactly) and without islands
