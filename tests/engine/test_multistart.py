@@ -97,3 +97,15 @@ def test_rounds_thin_out_on_a_rugged_landscape():
     # points: at most log2(64) + 1 rugged rounds in 64 check points
     rugged = len(rounds) - next(i for i in range(len(rounds)) if sum(rounds[:i + 1]) >= 3) - 1
     assert 3 <= rugged <= 7
+
+
+def test_auto_leaves_a_nonsmooth_problem_to_the_search():
+    # a kink (Abs) in the objective: "auto" runs the search alone, exactly as False
+    y = sp.symbols("y0:3")
+    f = sp.Abs(y[0] - 0.3) + (y[1] - 0.2) ** 2 + (y[2] + 0.1) ** 2
+    box = {v: (-1, 1) for v in y}
+    auto = constropt.solve(f, [y[0] + y[1] <= 1], bounds=box, seed=0)
+    off = constropt.solve(f, [y[0] + y[1] <= 1], bounds=box, seed=0, local_search=False)
+    assert auto.nfev == off.nfev
+    np.testing.assert_array_equal(auto.x_array, off.x_array)
+    assert auto.fun == pytest.approx(0.0, abs=1e-6)  # at (0.3, 0.2, -0.1)

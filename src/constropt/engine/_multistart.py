@@ -271,14 +271,20 @@ class LocalSearch:
             self.g_better = g  # a better basin
         return True
 
-    def confirmed(self, g: int) -> bool:
+    def confirmed(self, g: int, f: float | None = None, cv: float | None = None) -> bool:
         """Whether the best minimum is confirmed at generation ``g``: reached from two
         starts or more, and from enough of them for :func:`bayes_confirmed`, or no
         better basin came for ``window`` generations.  A search point better than every
         minimum was a start of this generation's round (:meth:`__call__`, which runs
-        before the check), so a better basin it lies in has reset the window."""
+        before the check), so a better basin it lies in has reset the window, unless
+        the solve from it found no minimum (a kink of a piecewise objective: CEC G17):
+        so never while the search's best point (objective ``f``, violation ``cv``) is
+        feasible and better than the best minimum."""
         best = self.best()
         if best is None or best.hits < 2:
+            return False
+        if f is not None and cv == 0 and f < best.f and \
+                not _same(f, best.f, self.settings.ftol):
             return False
         w = sum(1 for m in self.minima if m.cv == 0)
         return bayes_confirmed(w, self.solves) or g - self.g_better >= self.settings.window

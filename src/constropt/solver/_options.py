@@ -190,7 +190,8 @@ class SolveOptions:
         is confirmed (reached again from enough independent starts, or no better basin
         for ``stagnation`` generations) instead of running on to stagnation and
         restarts.  ``"auto"`` (default): in a single search
-        of a continuous problem with exact derivatives and a finite box, without
+        of a continuous, smooth problem (no ``Abs``, ``Min``, ``Max``, ``Piecewise``,
+        rounding or ``Or``) with exact derivatives and a finite box, without
         ``checkpoint`` (the record of minima is not checkpointed; a checkpointed run
         searches as before).  True: also with
         integer variables (held fixed by the local solves); OptionError where it cannot
