@@ -30,7 +30,7 @@ from ..finish._budget import Budget, Incumbent
 from ..finish._polishing import polish_from
 from ..finish._verdict import check_point
 from ..local._newton import evaluators
-from ..local._polish import STATIONARY, stationarity
+from ..local._polish import STATIONARITY_EVALS, STATIONARY, stationarity
 
 __all__ = ["LOCAL_SEARCH_CHOICES", "check_local_search", "local_stage", "local_solver",
            "smooth"]
@@ -118,7 +118,9 @@ def local_solver(problem, pvec: np.ndarray, deadline: float | None = None):
             if left is not None and left < MIN_SOLVE:
                 break
             f, V = check_point(problem, X[:, j], pvec)
-            budget = Budget(None if left is None else left - 1, deadline=deadline)
+            # the start's check and the end's KKT test within the limit too
+            budget = Budget(None if left is None else left - 1 - STATIONARITY_EVALS,
+                            deadline=deadline)
             inc, _ = polish_from(problem, X[:, j].copy(), Incumbent(X[:, j], f, V, pvec),
                                  budget)
             used += budget.used + 1
