@@ -367,7 +367,7 @@ class Driver:
                 (hi - lo <= term.ftol * np.maximum(1.0, np.abs(lo)))
         confirmed = False
         if self.local is not None:
-            confirmed = np.array([self.local.confirmed(g, float(f[0]), float(cv[0]))])
+            confirmed = np.array([self.local.confirmed(g)])
         quiet, code = check(term, f, cv, to_numpy(st.last_f)[ids], to_numpy(st.last_cv)[ids],
                             to_numpy(st.quiet)[ids], collapsed,
                             alg.settled(to_numpy(st.since)[ids]), time_up, stop, confirmed)
