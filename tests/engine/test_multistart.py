@@ -53,3 +53,59 @@ def test_true_refused_where_it_cannot_run(tmp_path):
                         checkpoint=str(tmp_path / "c.ckpt"), max_generations=20)
     with pytest.raises(OptionError, match="local_search"):
         constropt.solve(f, cons, bounds=box, local_search="yes")
+
+
+class _Flat:
+    """A stand-in search for the stage: a fresh random population of 2-D points in the
+    unit box at every call, objective ``x0 + 2 x1`` (every point its own value), no
+    constraints."""
+
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+        self.bounds = (np.zeros((2, 1)), np.ones((2, 1)))
+        self.args = ()
+
+    def fit(self, X):
+        return X[0] + 2 * X[1], np.zeros(X.shape[1])
+
+    def population(self, _state):
+        from constropt.engine._ga import Population
+        X = self.rng.random((2, 1, 20))
+        f = X[0] + 2 * X[1]
+        order = np.argsort(f[0])
+        return Population(X[:, :, order], f[:, order], np.zeros((1, 20)))
+
+
+def test_rounds_thin_out_on_a_rugged_landscape():
+    # every solve "ends" where it started: each end is another minimum, so the best
+    # minimum never draws half the solves and the landscape is rugged
+    from types import SimpleNamespace
+
+    from constropt.engine._multistart import LocalSearch, LocalSettings
+    rounds = []
+
+    def solve(X, limit):
+        rounds.append(X.shape[1])
+        return X.copy(), 5 * X.shape[1], np.ones(X.shape[1], dtype=bool)
+
+    stage = LocalSearch(solve, np.zeros(2), np.ones(2), LocalSettings(window=60))
+    alg, st = _Flat(0), SimpleNamespace(alg=None)
+    for c in range(1, 65):
+        stage(st, alg, 10 * c, None, 10_000 * c)
+    assert stage.solves >= 3 and not stage.benign()
+    # the rounds before the landscape is judged, then one at waits of 1, 2, 4, ... check
+    # points: at most log2(64) + 1 rugged rounds in 64 check points
+    rugged = len(rounds) - next(i for i in range(len(rounds)) if sum(rounds[:i + 1]) >= 3) - 1
+    assert 3 <= rugged <= 7
+
+
+def test_auto_leaves_a_nonsmooth_problem_to_the_search():
+    # a kink (Abs) in the objective: "auto" runs the search alone, exactly as False
+    y = sp.symbols("y0:3")
+    f = sp.Abs(y[0] - 0.3) + (y[1] - 0.2) ** 2 + (y[2] + 0.1) ** 2
+    box = {v: (-1, 1) for v in y}
+    auto = constropt.solve(f, [y[0] + y[1] <= 1], bounds=box, seed=0)
+    off = constropt.solve(f, [y[0] + y[1] <= 1], bounds=box, seed=0, local_search=False)
+    assert auto.nfev == off.nfev
+    np.testing.assert_array_equal(auto.x_array, off.x_array)
+    assert auto.fun == pytest.approx(0.0, abs=1e-6)  # at (0.3, 0.2, -0.1)

@@ -189,9 +189,9 @@ class SolveOptions:
         into the population, and the run stops ``CONVERGED`` once its best local minimum
         is confirmed (reached again from enough independent starts, or no better basin
         for ``stagnation`` generations) instead of running on to stagnation and
-        restarts.  Default False until the collection's 25-seed suites are
-        re-measured with it (``benchmarks/suite.py``).  ``"auto"``: in a single search
-        of a continuous problem with exact derivatives and a finite box, without
+        restarts.  ``"auto"`` (default): in a single search
+        of a continuous, smooth problem (no ``Abs``, ``Min``, ``Max``, ``Piecewise``,
+        rounding or ``Or``) with exact derivatives and a finite box, without
         ``checkpoint`` (the record of minima is not checkpointed; a checkpointed run
         searches as before).  True: also with
         integer variables (held fixed by the local solves); OptionError where it cannot
@@ -234,7 +234,7 @@ class SolveOptions:
     backend: str = "auto"
     rng: object = None
     x0: object = None
-    local_search: object = False
+    local_search: object = "auto"
 
     @classmethod
     def from_kwargs(cls, kwargs: dict) -> SolveOptions:
