@@ -27,7 +27,7 @@ from ._exclusion import exclusion_box, second_order_bound
 from ._lp import LPBounder, available
 from ._nodes import contract_nodes
 
-__all__ = ["branch_and_bound", "relative_gap", "multipliers"]
+__all__ = ["branch_and_bound", "relative_gap", "closed", "multipliers"]
 
 _LOG = logging.getLogger("constropt")
 #: LP bounds per step at first, at most, and the share of the other parts' time the LPs
@@ -46,6 +46,10 @@ OBBT_ROUNDS, OBBT_SHARE = 8, 0.1
 #: bound each step, while these LPs have taken less than this share of the time so far
 #: (0: none).
 NODE_OBBT_SHARE = 0.1
+#: Local solves for incumbents (``improve`` of :func:`branch_and_bound`): at most one per
+#: step, from the LP point (else the midpoint) of the open box with the smallest bound,
+#: while they have taken less than this share of the time so far.
+INCUMBENT_SHARE = 0.15
 
 
 def relative_gap(U: float, L: float) -> float:
@@ -53,6 +57,19 @@ def relative_gap(U: float, L: float) -> float:
     if not math.isfinite(U):
         return math.inf
     return max(0.0, (U - L) / max(abs(U), 1e-9))
+
+
+def closed(U: float, L: float, gap: float) -> bool:
+    """Whether the bound ``L`` meets the target: the relative gap at most ``gap``, or
+    ``U - L <= gap`` (an absolute gap, as SCIP's ``limits/absgap``: near an optimum of 0
+    the relative gap of two tiny numbers never closes)."""
+    return math.isfinite(U) and (relative_gap(U, L) <= gap or U - L <= gap)
+
+
+def _eps(gap: float, U: float) -> float:
+    """Boxes whose bound is within this of ``U`` are dropped (their bound kept): half
+    the target, relative to ``max(|U|, 1)`` (see :func:`closed`)."""
+    return 0.5 * gap * max(abs(U), 1.0) if math.isfinite(U) else 0.0
 
 
 @dataclass
@@ -75,6 +92,8 @@ class _Setup:
     lo: torch.Tensor         # the search box, shape (N, 1)
     hi: torch.Tensor
     w0: torch.Tensor         # its widths
+    gap: float = 0.0         # the target gap
+    has_cut: bool = False    # whether the last target is the cut f <= U
 
 
 def _setup(problem, pvec, U, x, gap, device, dtype, batch, second_order, progress) -> _Setup:
@@ -86,6 +105,27 @@ def _setup(problem, pvec, U, x, gap, device, dtype, batch, second_order, progres
         batch = 16384 if dev.type == "cuda" else 1024
     model = problem_model(problem, gradient=True)
     progress["mean_value"] = bool(model.grad is not None and model.smooth(model.f))
+    targets = model.leaf_targets(problem.eq_tol)
+    if math.isfinite(U):
+        targets = targets + [(model.f, -math.inf, U)]
+    lo = torch.as_tensor(problem.lower, dtype=dtype, device=dev).reshape(-1, 1)
+    hi = torch.as_tensor(problem.upper, dtype=dtype, device=dev).reshape(-1, 1)
+    eps_abs = _eps(gap, U)
+    lam, eq_slack, P, xt, excl = _at_incumbent(model, problem, pvec, U, x, eps_abs,
+                                               second_order, dev, progress)
+    return _Setup(dev, dtype, batch, model, P, bool(np.any(lam != 0)),
+                  torch.as_tensor(problem.integer, device=dev), targets, eq_slack,
+                  problem.eq_tol, eps_abs, xt, excl, lo, hi, (hi - lo)[:, 0].clamp(min=1e-300),
+                  gap, math.isfinite(U))
+
+
+def _at_incumbent(model, problem, pvec, U, x, eps_abs, second_order, dev, progress):
+    """What the bounds read from the incumbent ``x`` (objective ``U``, minimization
+    sense; None: none): ``(lam, eq_slack, P, xt, excl)``, the Lagrange multipliers at
+    ``x`` (any multipliers of the right signs give valid bounds), their equalities'
+    slack, the parameters followed by them, ``x`` for the second-order bound and the
+    exclusion box around ``x``; ``progress["convex"]`` says whether the Lagrangian is
+    proven convex on the box."""
     leaves = model.leaves
     lam = np.zeros(len(leaves))
     if x is not None and math.isfinite(U) and model.lagrangian is not None \
@@ -96,12 +136,6 @@ def _setup(problem, pvec, U, x, gap, device, dtype, batch, second_order, progres
     eq_slack = eq_slack * (1 + 1e-12)
     P = torch.as_tensor(np.concatenate([np.asarray(pvec, dtype=np.float64), lam]),
                         device=dev)
-    targets = model.leaf_targets(problem.eq_tol)
-    if math.isfinite(U):
-        targets = targets + [(model.f, -math.inf, U)]
-    lo = torch.as_tensor(problem.lower, dtype=dtype, device=dev).reshape(-1, 1)
-    hi = torch.as_tensor(problem.upper, dtype=dtype, device=dev).reshape(-1, 1)
-    eps_abs = 0.5 * gap * max(abs(U), 1e-9) if math.isfinite(U) else 0.0
     xt = None if x is None or not second_order else torch.as_tensor(
         np.array(x, dtype=np.float64), device=dev)
     excl = None
@@ -109,7 +143,7 @@ def _setup(problem, pvec, U, x, gap, device, dtype, batch, second_order, progres
         # a Lagrangian proven convex on the whole search box bounds it all at once: the
         # whole box is then the exclusion box (a convex QP needs no branching)
         whole = convex_bound(model, problem, pvec, lam, x, problem.eq_tol)
-        progress["convex"] = whole is not None
+        progress["convex"] = bool(progress.get("convex")) or whole is not None
         if whole is not None:
             excl = (torch.as_tensor(problem.lower, dtype=torch.float64),
                     torch.as_tensor(problem.upper, dtype=torch.float64), whole)
@@ -119,9 +153,7 @@ def _setup(problem, pvec, U, x, gap, device, dtype, batch, second_order, progres
     if excl is not None:
         _LOG.debug("certify: exclusion box %s", excl)
         excl = (excl[0].to(dev).reshape(-1, 1), excl[1].to(dev).reshape(-1, 1), excl[2])
-    return _Setup(dev, dtype, batch, model, P, bool(np.any(lam != 0)),
-                  torch.as_tensor(problem.integer, device=dev), targets, eq_slack,
-                  problem.eq_tol, eps_abs, xt, excl, lo, hi, (hi - lo)[:, 0].clamp(min=1e-300))
+    return lam, eq_slack, P, xt, excl
 
 
 def _root_obbt(s: _Setup, bounder, seconds: float = math.inf,
@@ -179,6 +211,23 @@ class _Pruner:
         self.lp = lp  # an LPBounder, or None: interval bounds only
         self.m_lp = LP_START
         self.obbt_s = 0.0  # seconds of bound tightening at nodes (part of "lp")
+        self.point = None  # (lo, hi, {variable: LP value}) of the last best box's LP
+
+    def lower(self, U: float, x, problem, pvec, second_order: bool, progress) -> None:
+        """A better incumbent ``U`` (minimization sense) at ``x``: the cut ``f <= U``,
+        the prune threshold and what the bounds read from the incumbent
+        (:func:`_at_incumbent`) follow it; every bound proven so far still holds."""
+        s = self.s
+        self.U = U
+        s.eps_abs = _eps(s.gap, U)
+        lam, s.eq_slack, s.P, s.xt, s.excl = _at_incumbent(
+            s.model, problem, pvec, U, x, s.eps_abs, second_order, s.dev, progress)
+        s.use_lag = bool(np.any(lam != 0))
+        cut = (s.model.f, -math.inf, U)
+        s.targets = (s.targets[:-1] if s.has_cut else list(s.targets)) + [cut]
+        s.has_cut = True
+        if self.lp is not None:
+            self.lp.set_targets(s.targets)
 
     def __call__(self, lo, hi, parent=None):
         """The surviving boxes of ``[lo, hi]`` and their bounds (at least ``parent``,
@@ -240,6 +289,8 @@ class _Pruner:
         ranges, consts = self.lp.ranges(slo, shi, self.s.P, sub)
         cuts = self.lp.cuts(slo, shi, self.s.P)
         lb = self.lp.bounds(ranges, consts, k, cuts=cuts)
+        if self.lp.first:  # a start for the local solves: the best box's LP point
+            self.point = (slo[:, 0].cpu().numpy(), shi[:, 0].cpu().numpy(), self.lp.first)
         tl = torch.as_tensor(self.lp.tight[0], dtype=torch.float64, device=lo.device)
         th = torch.as_tensor(self.lp.tight[1], dtype=torch.float64, device=lo.device)
         if NODE_OBBT_SHARE > 0 and math.isfinite(lb[0]) and lb[0] <= self.U \
@@ -302,14 +353,22 @@ class _Pruner:
 
 def branch_and_bound(problem, pvec, U, x, gap, time_limit, device, dtype, batch, max_boxes,
                      target_time, t0, spent, progress, second_order: bool = True,
-                     lp: bool = False) -> bool:
+                     lp: bool = False, improve=None) -> bool:
     """The branch-and-bound of :func:`._bnb.certify` (``U``: the incumbent in
     minimization sense).  ``spent`` gathers the seconds per part and ``progress`` the
     last proven bound ``L`` (minimization sense), the boxes so far and whether the
     mean-value form is used, which a Ctrl-C leaves behind.  With ``lp`` (and HiGHS
     installed) the boxes with the smallest bounds also get the safe bound of their LP
-    relaxation (:mod:`._lp`); ``progress["lps"]`` counts them.  Returns whether the search
-    box is proven to hold no feasible point."""
+    relaxation (:mod:`._lp`); ``progress["lps"]`` counts them.
+
+    ``improve``, where given, is a local solver for incumbents: ``improve(x0, U)`` returns
+    ``(f, x, payload)`` for a feasible point ``x`` (checked as a reported point is) with
+    objective ``f < U`` (minimization sense), or None; it runs once per step while such
+    solves have taken less than ``INCUMBENT_SHARE`` of the time so far (``spent
+    ["incumbent"]``), from the LP point of the best box (else its midpoint).  A better
+    point lowers ``U``, the cut ``f <= U`` and the prune threshold from the next boxes on;
+    ``progress`` keeps ``U`` and ``found`` (the last ``payload``).  Returns whether the
+    search box is proven to hold no feasible point."""
     s = _setup(problem, pvec, U, x, gap, device, dtype, batch, second_order, progress)
     bounder = None
     # a Lagrangian proven convex bounds the whole box at once: no LP would add to it
@@ -320,7 +379,13 @@ def branch_and_bound(problem, pvec, U, x, gap, time_limit, device, dtype, batch,
     spent["setup"] = time.perf_counter() - t0
     prune = _Pruner(s, U, spent, bounder)
     lo, hi, lb, score = prune(s.lo, s.hi)
-    if bounder is not None and lb.numel() and relative_gap(U, float(lb.min())) > gap:
+    progress["U"] = U
+    if improve is not None and lb.numel() and not closed(U, float(lb.min()), gap):
+        # a local solve from the root's LP point first: a better incumbent makes the
+        # cut f <= U of the bound tightening below stronger
+        U, (lo, hi, lb, score) = _improve(improve, U, lo, hi, lb, score, prune, s, spent,
+                                         progress, problem, pvec, second_order)
+    if bounder is not None and lb.numel() and not closed(U, float(lb.min()), gap):
         # the root's bounds did not close the gap: tighten the search box by LPs, and
         # start again from the tightened box
         t_lp = time.perf_counter()
@@ -334,6 +399,12 @@ def branch_and_bound(problem, pvec, U, x, gap, time_limit, device, dtype, batch,
     times = target_time if target_time is not None else {}
     while True:
         n = lb.numel()
+        if improve is not None and n and spent.get("incumbent", 0.0) <= \
+                INCUMBENT_SHARE * (time.perf_counter() - t0) \
+                and not closed(U, float(lb.min()), gap):
+            U, (lo, hi, lb, score) = _improve(improve, U, lo, hi, lb, score, prune, s,
+                                             spent, progress, problem, pvec, second_order)
+            n = lb.numel()
         L = min(U, float(torch.minimum(prune.floor, lb.min() if n else prune.floor)))
         progress["L"], progress["boxes"] = L, boxes  # proven: every box is accounted for
         g = relative_gap(U, L)
@@ -342,7 +413,7 @@ def branch_and_bound(problem, pvec, U, x, gap, time_limit, device, dtype, batch,
             if g <= t and t not in times:
                 times[t] = elapsed
         _LOG.debug("certify: step n=%d L=%r gap=%.3g t=%.2f", n, L, g, elapsed)
-        if n == 0 or g <= gap or elapsed > time_limit:
+        if n == 0 or closed(U, L, gap) or elapsed > time_limit:
             break
         k = min(s.batch, n)
         (slo, shi, ss, slb), (lo, hi, lb, score) = _take(lo, hi, lb, score, k,
@@ -366,6 +437,48 @@ def branch_and_bound(problem, pvec, U, x, gap, time_limit, device, dtype, batch,
             _LOG.debug("certify: worst box %r %s %s", float(lb[j]), lo[:, j].tolist(),
                        hi[:, j].tolist())
     return not math.isfinite(U) and lb.numel() == 0 and not math.isfinite(float(prune.floor))
+
+
+def _improve(improve, U, lo, hi, lb, score, prune: _Pruner, s: _Setup, spent, progress,
+             problem, pvec, second_order: bool):
+    """One local solve for an incumbent (see :func:`branch_and_bound`): ``(U, (lo, hi,
+    lb, score))``, the boxes that can no longer hold a point better than a new ``U``
+    dropped (those within the target gap of it kept in ``prune.floor``)."""
+    t_i = time.perf_counter()
+    got = improve(_start(lo, hi, lb, prune, s), U)
+    spent["incumbent"] = spent.get("incumbent", 0.0) + time.perf_counter() - t_i
+    if got is None or not got[0] < U:
+        return U, (lo, hi, lb, score)
+    U = float(got[0])
+    prune.lower(U, np.asarray(got[1], dtype=np.float64), problem, pvec, second_order,
+                progress)
+    progress["U"], progress["found"] = U, got[2]
+    _LOG.debug("certify: local incumbent %r", U)
+    keep = lb <= U - s.eps_abs
+    prune.floor = torch.minimum(prune.floor, torch.where(~keep & (lb <= U), lb,
+                                                         math.inf).min())
+    return U, (lo[:, keep], hi[:, keep], lb[keep], score[:, keep])
+
+
+def _start(lo, hi, lb, prune: _Pruner, s: _Setup) -> np.ndarray:
+    """A start for a local solve: the LP point of the last best box that had an LP
+    (variables without a column at the box's midpoint), else the midpoint of the box
+    with the smallest bound; integers rounded into their box."""
+    if prune.point is not None:
+        a, b, vals = prune.point
+        prune.point = None  # each LP point starts one local solve
+    else:
+        j = int(torch.argmin(lb))
+        a, b, vals = lo[:, j].double().cpu().numpy(), hi[:, j].double().cpu().numpy(), {}
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    x = np.where(np.isfinite(a) & np.isfinite(b), a + 0.5 * (b - a),
+                 np.clip(0.0, a, b))
+    for k, v in vals.items():
+        if math.isfinite(v):
+            x[k] = min(max(v, a[k]), b[k])
+    ints = s.integer.cpu().numpy()
+    x[ints] = np.clip(np.round(x[ints]), np.ceil(a[ints]), np.floor(b[ints]))
+    return x
 
 
 def _take(lo, hi, lb, score, k: int, depth_first: bool, s: _Setup):
