@@ -48,8 +48,9 @@ OBBT_ROUNDS, OBBT_SHARE = 8, 0.1
 NODE_OBBT_SHARE = 0.1
 #: Local solves for incumbents (``improve`` of :func:`branch_and_bound`): at most one per
 #: step, from the LP point (else the midpoint) of the open box with the smallest bound,
-#: while they have taken less than this share of the time so far.
-INCUMBENT_SHARE = 0.15
+#: each given the seconds that keep them all within this share of the time so far (at
+#: least ``INCUMBENT_MIN`` seconds, and none while that is not left).
+INCUMBENT_SHARE, INCUMBENT_MIN = 0.15, 0.05
 
 
 def relative_gap(U: float, L: float) -> float:
@@ -361,12 +362,13 @@ def branch_and_bound(problem, pvec, U, x, gap, time_limit, device, dtype, batch,
     installed) the boxes with the smallest bounds also get the safe bound of their LP
     relaxation (:mod:`._lp`); ``progress["lps"]`` counts them.
 
-    ``improve``, where given, is a local solver for incumbents: ``improve(x0, U)`` returns
-    ``(f, x, payload)`` for a feasible point ``x`` (checked as a reported point is) with
-    objective ``f < U`` (minimization sense), or None; it runs once per step while such
-    solves have taken less than ``INCUMBENT_SHARE`` of the time so far (``spent
-    ["incumbent"]``), from the LP point of the best box (else its midpoint).  A better
-    point lowers ``U``, the cut ``f <= U`` and the prune threshold from the next boxes on;
+    ``improve``, where given, is a local solver for incumbents: ``improve(x0, U,
+    seconds)`` returns ``(f, x, payload)`` for a feasible point ``x`` (checked as a
+    reported point is) with objective ``f < U`` (minimization sense), or None; it runs at
+    most once per step, from the LP point of the best box (else its midpoint), for the
+    seconds that keep such solves within ``INCUMBENT_SHARE`` of the time so far (``spent
+    ["incumbent"]``).  A point better than ``U`` by more than the prune threshold lowers
+    ``U``, the cut ``f <= U`` and the prune threshold from the next boxes on;
     ``progress`` keeps ``U`` and ``found`` (the last ``payload``).  Returns whether the
     search box is proven to hold no feasible point."""
     s = _setup(problem, pvec, U, x, gap, device, dtype, batch, second_order, progress)
@@ -380,11 +382,12 @@ def branch_and_bound(problem, pvec, U, x, gap, time_limit, device, dtype, batch,
     prune = _Pruner(s, U, spent, bounder)
     lo, hi, lb, score = prune(s.lo, s.hi)
     progress["U"] = U
-    if improve is not None and lb.numel() and not closed(U, float(lb.min()), gap):
+    if improve is not None and lb.numel() and not closed(U, float(lb.min()), gap) \
+            and _allowance(spent, t0) > 0:
         # a local solve from the root's LP point first: a better incumbent makes the
         # cut f <= U of the bound tightening below stronger
         U, (lo, hi, lb, score) = _improve(improve, U, lo, hi, lb, score, prune, s, spent,
-                                         progress, problem, pvec, second_order)
+                                         progress, problem, pvec, second_order, t0)
     if bounder is not None and lb.numel() and not closed(U, float(lb.min()), gap):
         # the root's bounds did not close the gap: tighten the search box by LPs, and
         # start again from the tightened box
@@ -399,11 +402,10 @@ def branch_and_bound(problem, pvec, U, x, gap, time_limit, device, dtype, batch,
     times = target_time if target_time is not None else {}
     while True:
         n = lb.numel()
-        if improve is not None and n and spent.get("incumbent", 0.0) <= \
-                INCUMBENT_SHARE * (time.perf_counter() - t0) \
+        if improve is not None and n and _allowance(spent, t0) > 0 \
                 and not closed(U, float(lb.min()), gap):
             U, (lo, hi, lb, score) = _improve(improve, U, lo, hi, lb, score, prune, s,
-                                             spent, progress, problem, pvec, second_order)
+                                             spent, progress, problem, pvec, second_order, t0)
             n = lb.numel()
         L = min(U, float(torch.minimum(prune.floor, lb.min() if n else prune.floor)))
         progress["L"], progress["boxes"] = L, boxes  # proven: every box is accounted for
@@ -439,15 +441,23 @@ def branch_and_bound(problem, pvec, U, x, gap, time_limit, device, dtype, batch,
     return not math.isfinite(U) and lb.numel() == 0 and not math.isfinite(float(prune.floor))
 
 
+def _allowance(spent, t0) -> float:
+    """Seconds the next local solve for an incumbent may take (0: none now): what keeps
+    them within ``INCUMBENT_SHARE`` of the time so far, at least ``INCUMBENT_MIN``."""
+    left = INCUMBENT_SHARE * (time.perf_counter() - t0) - spent.get("incumbent", 0.0)
+    return max(left, INCUMBENT_MIN) if left > -INCUMBENT_MIN else 0.0
+
+
 def _improve(improve, U, lo, hi, lb, score, prune: _Pruner, s: _Setup, spent, progress,
-             problem, pvec, second_order: bool):
+             problem, pvec, second_order: bool, t0: float):
     """One local solve for an incumbent (see :func:`branch_and_bound`): ``(U, (lo, hi,
     lb, score))``, the boxes that can no longer hold a point better than a new ``U``
     dropped (those within the target gap of it kept in ``prune.floor``)."""
     t_i = time.perf_counter()
-    got = improve(_start(lo, hi, lb, prune, s), U)
+    got = improve(_start(lo, hi, lb, prune, s), U, _allowance(spent, t0))
     spent["incumbent"] = spent.get("incumbent", 0.0) + time.perf_counter() - t_i
-    if got is None or not got[0] < U:
+    # a gain within the prune threshold changes no box's fate: not worth the refresh
+    if got is None or not got[0] < U - s.eps_abs:
         return U, (lo, hi, lb, score)
     U = float(got[0])
     prune.lower(U, np.asarray(got[1], dtype=np.float64), problem, pvec, second_order,

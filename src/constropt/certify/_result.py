@@ -31,7 +31,8 @@ __all__ = ["certify_result", "proof_result"]
 #: each local solve may spend.
 LEAST_SAMPLES, LEAST_STARTS, LEAST_EVALS = 16, 3, 300
 #: Evaluations and seconds one local solve for an incumbent inside the
-#: branch-and-bound may spend (:func:`local_incumbents`).
+#: branch-and-bound may spend at most (:func:`local_incumbents`; the branch-and-bound
+#: gives each fewer seconds, see :data:`._branch.INCUMBENT_SHARE`).
 INCUMBENT_EVALS, INCUMBENT_SECONDS = 400, 1.0
 
 
@@ -163,15 +164,17 @@ def local_incumbents(problem, pvec):
     (:func:`constropt.finish._polishing.polish_from`); its end is accepted only when the
     float64 check finds it feasible and the exact check of a returned point
     (:func:`constropt.finish._repair.certify_point`) certifies it, and its objective is
-    below ``U`` (minimization sense).  Returns ``(f, x, Certified)`` or None."""
+    below ``U`` (minimization sense).  ``improve(x0, U, seconds)`` returns ``(f, x,
+    Certified)`` or None."""
     P = np.asarray(pvec, dtype=np.float64).reshape(-1)
     sign = -1.0 if problem.maximize else 1.0
 
-    def improve(x0, U):
+    def improve(x0, U, seconds=INCUMBENT_SECONDS):
         x0 = np.clip(np.asarray(x0, dtype=np.float64), problem.lower, problem.upper)
         view = finishing_view(problem, x0, P)  # tight equalities: their tight band
         f0, V0 = check_point(view, x0, P)
-        budget = Budget(INCUMBENT_EVALS, deadline=time.perf_counter() + INCUMBENT_SECONDS)
+        seconds = min(seconds, INCUMBENT_SECONDS)
+        budget = Budget(INCUMBENT_EVALS, deadline=time.perf_counter() + seconds)
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
