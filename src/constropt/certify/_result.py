@@ -32,7 +32,7 @@ __all__ = ["certify_result", "proof_result"]
 LEAST_SAMPLES, LEAST_STARTS, LEAST_EVALS = 16, 3, 300
 #: Evaluations and seconds one local solve for an incumbent inside the
 #: branch-and-bound may spend at most (:func:`local_incumbents`; the branch-and-bound
-#: gives each fewer seconds, see :data:`._branch.INCUMBENT_SHARE`).
+#: gives each fewer seconds, see :data:`._incumbents.INCUMBENT_SHARE`).
 INCUMBENT_EVALS, INCUMBENT_SECONDS = 400, 1.0
 
 
