@@ -240,3 +240,26 @@ def test_certificates_page_quotes_the_lp_benchmark():
     summary = [line for line in (ROOT / "benchmarks" / "results" / "certify_lp.md")
                .read_text().splitlines() if line.startswith("Gap at most 1e-6")]
     assert summary and summary[0] in sec
+
+
+def _summary_rows(text: str, label: str) -> list:
+    """The summary table of section ``## label`` of benchmarks/results/certify_scip.md."""
+    block = text[text.index(f"## {label}\n"):].splitlines()[1:]
+    rows = []
+    for line in block:
+        if line.startswith("| set |"):
+            break
+        if line.startswith("| ") and not line.startswith("| |"):
+            rows.append(line)
+    return rows
+
+
+def test_certificates_page_quotes_the_scip_comparison():
+    # the SCIP section quotes the summary rows of benchmarks/results/certify_scip.md
+    page = (ROOT / "docs" / "certificates.md").read_text()
+    sec = page[page.index("### Side by side with SCIP"):page.index("## Options")]
+    text = (ROOT / "benchmarks" / "results" / "certify_scip.md").read_text()
+    rows = _summary_rows(text, "after")
+    assert len(rows) >= 8
+    for row in rows:
+        assert row in sec, row
