@@ -42,7 +42,10 @@ read from the raw runs.
 Raw runs are appended to ``benchmarks/results/certify_scip_runs/<label>_T<T>.jsonl.gz``
 (gzipped JSON lines, one per run; a run already there is not repeated).  ``--report``
 writes ``benchmarks/results/certify_scip.md`` from the raw files of ``--limit``: one
-section per label (``before``: the code before issue 27's relaxation work; ``after``).
+section per label (``before``: the code before issue 27's relaxation work; ``after``: with
+the relaxation work and the local solver's incumbents inside the branch-and-bound).  A
+label run with ``--solvers constropt`` alone is reported against SCIP's runs of
+``before``.
 
 Usage (from the repository root, one job on a loaded machine)::
 
@@ -395,8 +398,16 @@ def report(T: float, path: str = REPORT) -> str:
         runs = read_runs(raw_path(label, T))
         if not runs:
             continue
+        reused = label != "before" and not any(r["solver"] == "scip" for r in runs)
+        if reused:  # a label run with --solvers constropt: SCIP's runs of "before"
+            runs = runs + [r for r in read_runs(raw_path("before", T))
+                           if r["solver"] == "scip"]
         head, _ = summary(runs)
         lines += [f"## {label}", "", *head, ""]
+        if reused:
+            lines += ["SCIP's runs in this section are those of `before` (the same SCIP "
+                      "on the same problems, not rerun: this label was run with "
+                      "`--solvers constropt`); the load figures above mix both.", ""]
         by = {(r["problem"], r["solver"]): r for r in runs}
         lines += ["| set | problem | n | f* | constropt cert. | s | L | U | status | "
                   "SCIP cert. | s | L | U | status |",

@@ -267,3 +267,26 @@ def test_cli_page_quotes_the_parse_error_it_gets(tmp_path, monkeypatch):
     with pytest.raises(ParseError) as err:
         load_problem("problem.toml")
     assert _flat(block.group(1)) == _flat(str(err.value))
+
+
+def _summary_rows(text: str, label: str) -> list:
+    """The summary table of section ``## label`` of benchmarks/results/certify_scip.md."""
+    block = text[text.index(f"## {label}\n"):].splitlines()[1:]
+    rows = []
+    for line in block:
+        if line.startswith("| set |"):
+            break
+        if line.startswith("| ") and not line.startswith("| |"):
+            rows.append(line)
+    return rows
+
+
+def test_certificates_page_quotes_the_scip_comparison():
+    # the SCIP section quotes the summary rows of benchmarks/results/certify_scip.md
+    page = (ROOT / "docs" / "certificates.md").read_text()
+    sec = page[page.index("### Side by side with SCIP"):page.index("## Options")]
+    text = (ROOT / "benchmarks" / "results" / "certify_scip.md").read_text()
+    rows = _summary_rows(text, "after")
+    assert len(rows) >= 8
+    for row in rows:
+        assert row in sec, row

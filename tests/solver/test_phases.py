@@ -393,7 +393,7 @@ def test_a_fresh_first_certified_solve_accounts_for_its_wall_time():
     assert _parts(t) == pytest.approx(t["total"], rel=1e-9, abs=1e-9)
     assert t["import"] > 0  # torch, imported for the certificate
     assert d["complete"] and d["certified"] and d["lps"] == 0 and d["boxes"] >= 1
-    assert set(d["cert"]) == {"setup", "contract", "bound", "lp", "branch"}
+    assert set(d["cert"]) == {"setup", "contract", "bound", "lp", "incumbent", "branch"}
     assert sum(d["cert"].values()) == pytest.approx(d["seconds"], rel=1e-9, abs=1e-9)
     assert d["seconds"] <= t["certify"]
 

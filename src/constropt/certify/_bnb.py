@@ -71,7 +71,8 @@ class Certificate:
     target_gap : float
         The gap the run aimed for.
     certified : bool
-        ``gap <= target_gap`` (or infeasibility proven).
+        ``gap <= target_gap``, or ``U - L <= target_gap`` (an absolute gap, for optima
+        near 0), or infeasibility proven.
     incumbent : float
         The objective value (user's sense) the bound is compared with.
     boxes : int
@@ -99,8 +100,12 @@ class Certificate:
         Where the time went, in seconds: ``setup`` (the interval model, multipliers,
         exclusion box), ``contract`` (propagation of the constraints), ``bound`` (the
         interval lower bounds of the boxes), ``lp`` (building and solving the LP
-        relaxations and their safe bounds), ``branch`` (choosing and splitting boxes, the
-        gap test); they add up to ``seconds``.
+        relaxations and their safe bounds), ``incumbent`` (local solves for a better
+        incumbent and their checks), ``branch`` (choosing and splitting boxes, the gap
+        test); they add up to ``seconds``.
+    found : object
+        What the ``improve`` of :func:`certify` returned for the incumbent the
+        branch-and-bound found itself (better than the one it was given), else None.
     """
 
     kind: str
@@ -118,6 +123,7 @@ class Certificate:
     convex: bool = False
     lps: int = 0
     timings: dict = field(default_factory=dict)
+    found: object = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "timings", MappingProxyType(dict(self.timings)))
@@ -139,7 +145,8 @@ def certify_option(value):
 
 def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP,
             time_limit: float = 60.0, device="cpu", dtype=None, batch: int | None = None,
-            max_boxes: int = 1 << 19, target_time: dict | None = None) -> Certificate:
+            max_boxes: int = 1 << 19, target_time: dict | None = None,
+            improve=None) -> Certificate:
     """Interval branch-and-bound over the search box of ``problem``.
 
     Parameters
@@ -166,6 +173,12 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
         boxes leave it with their lower bound folded into the result.
     target_time : dict, optional
         Filled with ``{gap: seconds}`` when the gap first falls to 1e-4 and 1e-6.
+    improve : callable, optional
+        A local solver for incumbents, ``improve(x0, U) -> (f, x, payload) or None``
+        (minimization sense; ``x`` a feasible point checked as reported points are,
+        ``f < U``), run from LP points of boxes with small bounds (see
+        :func:`._branch.branch_and_bound`); the incumbent and ``found`` of the
+        certificate are then its best.
 
     Returns
     -------
@@ -174,11 +187,12 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
         step (a KeyboardInterrupt is not raised).
     """
     t0 = time.perf_counter()
-    from ._branch import branch_and_bound, relative_gap  # lazy: imports torch
+    from ._branch import branch_and_bound, closed, relative_gap  # lazy: imports torch
 
     sign = -1.0 if problem.maximize else 1.0
     U = sign * incumbent if incumbent is not None and math.isfinite(incumbent) else math.inf
-    spent = {"setup": 0.0, "contract": 0.0, "bound": 0.0, "lp": 0.0, "branch": 0.0}
+    spent = {"setup": 0.0, "contract": 0.0, "bound": 0.0, "lp": 0.0, "incumbent": 0.0,
+             "branch": 0.0}
     box = {s: (float(a), float(z)) for s, a, z in zip(problem.variables, problem.lower,
                                                        problem.upper)} \
         if not problem.has_vector_variables else {}
@@ -186,12 +200,13 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
     try:
         infeasible = branch_and_bound(problem, pvec, U, x, gap, time_limit, device, dtype,
                                       batch, max_boxes, target_time, t0, spent, progress,
-                                      second_order=SECOND_ORDER, lp=LP)
+                                      second_order=SECOND_ORDER, lp=LP, improve=improve)
     except KeyboardInterrupt:
         infeasible = None  # the bound of the last completed step stands
+    U = progress.get("U", U)  # the local solves' incumbent, where they found one
+    found = progress.get("found")
     seconds = time.perf_counter() - t0
-    spent["branch"] = max(0.0, seconds - spent["setup"] - spent["contract"] - spent["bound"]
-                          - spent["lp"])
+    spent["branch"] = max(0.0, seconds - sum(v for k, v in spent.items() if k != "branch"))
     boxes, mean_value = progress["boxes"], progress["mean_value"]
     lps = progress["lp"].lps if progress.get("lp") is not None else 0
     how = (f"interval forms and {lps} LP relaxations (HiGHS, safe dual bounds)" if lps
@@ -202,7 +217,7 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
                            "no point of the search box satisfies the constraints (interval "
                            "branch-and-bound in exact real arithmetic, equalities as "
                            f"|h(x)| <= {problem.eq_tol:g}; bounds from {how})", lps=lps,
-                           timings=spent)
+                           timings=spent, found=found)
     L = progress["L"]
     g = relative_gap(U, L)
     sense = "smaller" if not problem.maximize else "larger"
@@ -214,7 +229,7 @@ def certify(problem, pvec, incumbent: float, x=None, *, gap: float = DEFAULT_GAP
                       "plane at the incumbent bounds the whole box")
     if infeasible is None:
         statement = f"interrupted (Ctrl-C) after {boxes} boxes: {statement}"
-    return Certificate("bound", sign * L, g, gap, g <= gap,
+    return Certificate("bound", sign * L, g, gap, closed(U, L, gap),
                        sign * U if math.isfinite(U) else math.nan, boxes, seconds, mean_value,
                        box, statement, complete=infeasible is not None,
-                       convex=progress["convex"], lps=lps, timings=spent)
+                       convex=progress["convex"], lps=lps, timings=spent, found=found)

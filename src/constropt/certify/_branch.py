@@ -17,17 +17,16 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from scipy.optimize import nnls
 
 from ..backend._devices import resolve_device
 from ..problem._fbbt import problem_model
-from ._bounds import _light, _relative, bound_boxes
-from ._convex import convex_bound
-from ._exclusion import exclusion_box, second_order_bound
+from ._bounds import _relative, bound_boxes
+from ._exclusion import second_order_bound
+from ._incumbents import allowance, at_incumbent, improve_step, multipliers
 from ._lp import LPBounder, available
 from ._nodes import contract_nodes
 
-__all__ = ["branch_and_bound", "relative_gap", "multipliers"]
+__all__ = ["branch_and_bound", "relative_gap", "closed", "multipliers"]
 
 _LOG = logging.getLogger("constropt")
 #: LP bounds per step at first, at most, and the share of the other parts' time the LPs
@@ -55,6 +54,19 @@ def relative_gap(U: float, L: float) -> float:
     return max(0.0, (U - L) / max(abs(U), 1e-9))
 
 
+def closed(U: float, L: float, gap: float) -> bool:
+    """Whether the bound ``L`` meets the target: the relative gap at most ``gap``, or
+    ``U - L <= gap`` (an absolute gap, as SCIP's ``limits/absgap``: near an optimum of 0
+    the relative gap of two tiny numbers never closes)."""
+    return math.isfinite(U) and (relative_gap(U, L) <= gap or U - L <= gap)
+
+
+def _eps(gap: float, U: float) -> float:
+    """Boxes whose bound is within this of ``U`` are dropped (their bound kept): half
+    the target, relative to ``max(|U|, 1)`` (see :func:`closed`)."""
+    return 0.5 * gap * max(abs(U), 1.0) if math.isfinite(U) else 0.0
+
+
 @dataclass
 class _Setup:
     """What every step of the branch-and-bound reads."""
@@ -75,6 +87,8 @@ class _Setup:
     lo: torch.Tensor         # the search box, shape (N, 1)
     hi: torch.Tensor
     w0: torch.Tensor         # its widths
+    gap: float = 0.0         # the target gap
+    has_cut: bool = False    # whether the last target is the cut f <= U
 
 
 def _setup(problem, pvec, U, x, gap, device, dtype, batch, second_order, progress) -> _Setup:
@@ -86,42 +100,18 @@ def _setup(problem, pvec, U, x, gap, device, dtype, batch, second_order, progres
         batch = 16384 if dev.type == "cuda" else 1024
     model = problem_model(problem, gradient=True)
     progress["mean_value"] = bool(model.grad is not None and model.smooth(model.f))
-    leaves = model.leaves
-    lam = np.zeros(len(leaves))
-    if x is not None and math.isfinite(U) and model.lagrangian is not None \
-            and _light(model):
-        lam = multipliers(model, problem, np.asarray(pvec, dtype=np.float64),
-                          np.asarray(x, dtype=np.float64))
-    eq_slack = sum(abs(v) for v, lf in zip(lam, leaves) if lf.kind == "eq") * problem.eq_tol
-    eq_slack = eq_slack * (1 + 1e-12)
-    P = torch.as_tensor(np.concatenate([np.asarray(pvec, dtype=np.float64), lam]),
-                        device=dev)
     targets = model.leaf_targets(problem.eq_tol)
     if math.isfinite(U):
         targets = targets + [(model.f, -math.inf, U)]
     lo = torch.as_tensor(problem.lower, dtype=dtype, device=dev).reshape(-1, 1)
     hi = torch.as_tensor(problem.upper, dtype=dtype, device=dev).reshape(-1, 1)
-    eps_abs = 0.5 * gap * max(abs(U), 1e-9) if math.isfinite(U) else 0.0
-    xt = None if x is None or not second_order else torch.as_tensor(
-        np.array(x, dtype=np.float64), device=dev)
-    excl = None
-    if math.isfinite(U) and x is not None:
-        # a Lagrangian proven convex on the whole search box bounds it all at once: the
-        # whole box is then the exclusion box (a convex QP needs no branching)
-        whole = convex_bound(model, problem, pvec, lam, x, problem.eq_tol)
-        progress["convex"] = whole is not None
-        if whole is not None:
-            excl = (torch.as_tensor(problem.lower, dtype=torch.float64),
-                    torch.as_tensor(problem.upper, dtype=torch.float64), whole)
-        else:
-            excl = exclusion_box(model, problem, P.cpu(), np.asarray(x, dtype=np.float64),
-                                 U - eps_abs, eq_slack)
-    if excl is not None:
-        _LOG.debug("certify: exclusion box %s", excl)
-        excl = (excl[0].to(dev).reshape(-1, 1), excl[1].to(dev).reshape(-1, 1), excl[2])
+    eps_abs = _eps(gap, U)
+    lam, eq_slack, P, xt, excl = at_incumbent(model, problem, pvec, U, x, eps_abs,
+                                               second_order, dev, progress)
     return _Setup(dev, dtype, batch, model, P, bool(np.any(lam != 0)),
                   torch.as_tensor(problem.integer, device=dev), targets, eq_slack,
-                  problem.eq_tol, eps_abs, xt, excl, lo, hi, (hi - lo)[:, 0].clamp(min=1e-300))
+                  problem.eq_tol, eps_abs, xt, excl, lo, hi, (hi - lo)[:, 0].clamp(min=1e-300),
+                  gap, math.isfinite(U))
 
 
 def _root_obbt(s: _Setup, bounder, seconds: float = math.inf,
@@ -179,6 +169,23 @@ class _Pruner:
         self.lp = lp  # an LPBounder, or None: interval bounds only
         self.m_lp = LP_START
         self.obbt_s = 0.0  # seconds of bound tightening at nodes (part of "lp")
+        self.point = None  # (lo, hi, {variable: LP value}) of the last best box's LP
+
+    def lower(self, U: float, x, problem, pvec, second_order: bool, progress) -> None:
+        """A better incumbent ``U`` (minimization sense) at ``x``: the cut ``f <= U``,
+        the prune threshold and what the bounds read from the incumbent
+        (:func:`_at_incumbent`) follow it; every bound proven so far still holds."""
+        s = self.s
+        self.U = U
+        s.eps_abs = _eps(s.gap, U)
+        lam, s.eq_slack, s.P, s.xt, s.excl = at_incumbent(
+            s.model, problem, pvec, U, x, s.eps_abs, second_order, s.dev, progress)
+        s.use_lag = bool(np.any(lam != 0))
+        cut = (s.model.f, -math.inf, U)
+        s.targets = (s.targets[:-1] if s.has_cut else list(s.targets)) + [cut]
+        s.has_cut = True
+        if self.lp is not None:
+            self.lp.set_targets(s.targets)
 
     def __call__(self, lo, hi, parent=None):
         """The surviving boxes of ``[lo, hi]`` and their bounds (at least ``parent``,
@@ -240,6 +247,8 @@ class _Pruner:
         ranges, consts = self.lp.ranges(slo, shi, self.s.P, sub)
         cuts = self.lp.cuts(slo, shi, self.s.P)
         lb = self.lp.bounds(ranges, consts, k, cuts=cuts)
+        if self.lp.first:  # a start for the local solves: the best box's LP point
+            self.point = (slo[:, 0].cpu().numpy(), shi[:, 0].cpu().numpy(), self.lp.first)
         tl = torch.as_tensor(self.lp.tight[0], dtype=torch.float64, device=lo.device)
         th = torch.as_tensor(self.lp.tight[1], dtype=torch.float64, device=lo.device)
         if NODE_OBBT_SHARE > 0 and math.isfinite(lb[0]) and lb[0] <= self.U \
@@ -302,14 +311,24 @@ class _Pruner:
 
 def branch_and_bound(problem, pvec, U, x, gap, time_limit, device, dtype, batch, max_boxes,
                      target_time, t0, spent, progress, second_order: bool = True,
-                     lp: bool = False) -> bool:
+                     lp: bool = False, improve=None) -> bool:
     """The branch-and-bound of :func:`._bnb.certify` (``U``: the incumbent in
     minimization sense).  ``spent`` gathers the seconds per part and ``progress`` the
     last proven bound ``L`` (minimization sense), the boxes so far and whether the
     mean-value form is used, which a Ctrl-C leaves behind.  With ``lp`` (and HiGHS
     installed) the boxes with the smallest bounds also get the safe bound of their LP
-    relaxation (:mod:`._lp`); ``progress["lps"]`` counts them.  Returns whether the search
-    box is proven to hold no feasible point."""
+    relaxation (:mod:`._lp`); ``progress["lps"]`` counts them.
+
+    ``improve``, where given, is a local solver for incumbents: ``improve(x0, U,
+    seconds)`` returns ``(f, x, payload)`` for a feasible point ``x`` (checked as a
+    reported point is) with objective ``f < U`` (minimization sense), or None; it runs at
+    most once per step, from the LP point of the best box (else its midpoint), for the
+    seconds that keep such solves within :data:`._incumbents.INCUMBENT_SHARE` of the
+    time so far (``spent["incumbent"]``).  A point better than ``U`` by more than the
+    prune threshold lowers ``U``, the cut ``f <= U``, the prune threshold and what the
+    bounds read from the incumbent from the next boxes on
+    (:func:`._incumbents.improve_step`); ``progress`` keeps ``U`` and ``found`` (the last
+    ``payload``).  Returns whether the search box is proven to hold no feasible point."""
     s = _setup(problem, pvec, U, x, gap, device, dtype, batch, second_order, progress)
     bounder = None
     # a Lagrangian proven convex bounds the whole box at once: no LP would add to it
@@ -320,7 +339,14 @@ def branch_and_bound(problem, pvec, U, x, gap, time_limit, device, dtype, batch,
     spent["setup"] = time.perf_counter() - t0
     prune = _Pruner(s, U, spent, bounder)
     lo, hi, lb, score = prune(s.lo, s.hi)
-    if bounder is not None and lb.numel() and relative_gap(U, float(lb.min())) > gap:
+    progress["U"] = U
+    if improve is not None and lb.numel() and not closed(U, float(lb.min()), gap) \
+            and allowance(spent, t0) > 0:
+        # a local solve from the root's LP point first: a better incumbent makes the
+        # cut f <= U of the bound tightening below stronger
+        U, (lo, hi, lb, score) = improve_step(improve, U, lo, hi, lb, score, prune, s, spent,
+                                         progress, problem, pvec, second_order, t0)
+    if bounder is not None and lb.numel() and not closed(U, float(lb.min()), gap):
         # the root's bounds did not close the gap: tighten the search box by LPs, and
         # start again from the tightened box
         t_lp = time.perf_counter()
@@ -334,6 +360,11 @@ def branch_and_bound(problem, pvec, U, x, gap, time_limit, device, dtype, batch,
     times = target_time if target_time is not None else {}
     while True:
         n = lb.numel()
+        if improve is not None and n and allowance(spent, t0) > 0 \
+                and not closed(U, float(lb.min()), gap):
+            U, (lo, hi, lb, score) = improve_step(improve, U, lo, hi, lb, score, prune, s,
+                                             spent, progress, problem, pvec, second_order, t0)
+            n = lb.numel()
         L = min(U, float(torch.minimum(prune.floor, lb.min() if n else prune.floor)))
         progress["L"], progress["boxes"] = L, boxes  # proven: every box is accounted for
         g = relative_gap(U, L)
@@ -342,7 +373,7 @@ def branch_and_bound(problem, pvec, U, x, gap, time_limit, device, dtype, batch,
             if g <= t and t not in times:
                 times[t] = elapsed
         _LOG.debug("certify: step n=%d L=%r gap=%.3g t=%.2f", n, L, g, elapsed)
-        if n == 0 or g <= gap or elapsed > time_limit:
+        if n == 0 or closed(U, L, gap) or elapsed > time_limit:
             break
         k = min(s.batch, n)
         (slo, shi, ss, slb), (lo, hi, lb, score) = _take(lo, hi, lb, score, k,
@@ -381,57 +412,6 @@ def _take(lo, hi, lb, score, k: int, depth_first: bool, s: _Setup):
     take[idx] = True
     return ((lo[:, take], hi[:, take], score[:, take], lb[take]),
             (lo[:, ~take], hi[:, ~take], lb[~take], score[:, ~take]))
-
-
-def multipliers(model, problem, pvec, x) -> np.ndarray:
-    """Lagrange multipliers of the model's smooth leaves at ``x`` (minimization sense):
-    non-negative least squares of ``grad f + sum_i lam_i grad c_i = 0`` over the active
-    inequalities (``lam_i >= 0``), the equalities (either sign) and the active box
-    sides (whose multipliers are dropped: the box itself enforces them).  Gradients are
-    the model's exact ones, evaluated at the point (midpoints of point enclosures)."""
-    lam = np.zeros(len(model.leaves))
-    if not model.lag_leaves or model.grad is None:
-        return lam
-    X = torch.tensor(np.array(x, dtype=np.float64)).reshape(-1, 1)
-    P = torch.as_tensor(np.concatenate([pvec, lam]), dtype=torch.float64)
-    nodes = list(model.grad) + [model.leaf_nodes[i] for i in model.lag_leaves] + \
-        [n for row in model.jac for n in row]
-    vals = model.program.forward(X, X, P, only=nodes)
-
-    def mid(n):
-        iv = vals[n]
-        return float(0.5 * (iv.lo.reshape(-1)[0] + iv.hi.reshape(-1)[0]))
-
-    g = np.array([mid(n) for n in model.grad])
-    cols, owner = [], []
-    for i, row in zip(model.lag_leaves, model.jac):
-        lf = model.leaves[i]
-        ci = mid(model.leaf_nodes[i])
-        Ji = np.array([mid(n) for n in row])
-        if not (np.all(np.isfinite(Ji)) and math.isfinite(ci)):
-            continue
-        scale = 1e-6 * max(1.0, float(np.abs(Ji).max()) * max(1.0, float(np.abs(x).max())))
-        if lf.kind == "eq":
-            cols += [Ji, -Ji]
-            owner += [(i, 1.0), (i, -1.0)]
-        elif ci >= -scale:
-            cols.append(Ji)
-            owner.append((i, 1.0))
-    w = np.maximum(problem.upper - problem.lower, 1e-300)
-    for k in range(problem.n):
-        if x[k] - problem.lower[k] <= 1e-9 * w[k]:
-            cols.append(-np.eye(problem.n)[k])
-            owner.append((None, 0.0))
-        if problem.upper[k] - x[k] <= 1e-9 * w[k]:
-            cols.append(np.eye(problem.n)[k])
-            owner.append((None, 0.0))
-    if not cols or not np.all(np.isfinite(g)):
-        return lam
-    sol, _ = nnls(np.array(cols).T, -g)
-    for (i, sgn), v in zip(owner, sol):
-        if i is not None:
-            lam[i] += sgn * v
-    return lam
 
 
 def _bisect(lo, hi, score, integer):

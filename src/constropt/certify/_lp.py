@@ -176,7 +176,6 @@ class LPBounder:
         self.graph = model.program.graph
         roots = [model.f, *model.leaf_nodes]
         self.order = model.program.order_for(roots)
-        self.targets = [(n, float(a), float(b)) for n, a, b in targets]
         self.n_params = n_params
         self.n_vars = sum(b.size for b in model.program.graph.layout.blocks)
         # whether every node has rules (no interval fallback): the LP then sees the
@@ -194,8 +193,7 @@ class LPBounder:
             self.alpha = AlphaCuts(model, self.n_vars, heavy(model), only=partial)
             if not self.alpha.funcs:
                 self.alpha = None
-        # the cutoff f <= U (the objective's target): reduced-cost tightening uses it
-        self.cutoff = min((b for n, _, b in self.targets if n == model.f), default=math.inf)
+        self.set_targets(targets)
         self.lps = 0
         self.iterations = 0  # simplex iterations, all LPs together
         self.run_s = 0.0  # seconds inside HiGHS's solves
@@ -205,7 +203,15 @@ class LPBounder:
         self.basis = None  # the last optimal basis, and its LP's shape (warm starts)
         self.warm = WARM
         self.d = None  # (dlo, dhi): the last safe bound's reduced costs
+        self.first = {}  # {variable: value} of the first box's LP solution, see bounds()
         self._shape = None
+
+    def set_targets(self, targets) -> None:
+        """The constraint targets and the cut ``f <= U`` (a better incumbent lowers it)."""
+        self.targets = [(n, float(a), float(b)) for n, a, b in targets]
+        # the cutoff f <= U (the objective's target): reduced-cost tightening uses it
+        self.cutoff = min((b for n, _, b in self.targets if n == self.model.f),
+                          default=math.inf)
 
     def box_bounds(self, lo, hi, P, domains: dict) -> np.ndarray:
         """Safe LP bounds of the boxes ``[lo, hi]`` (tensors of shape ``(N, m)``) with
@@ -251,8 +257,10 @@ class LPBounder:
         ``|w - u v|`` at the LP's solution (the products with that variable as a factor),
         and ``tight`` (a pair of arrays of that shape, ``nan`` where none) with the
         variables' bounds that reduced costs prove for the points with ``f <= cutoff``
-        (:func:`reduced_cost_bounds`; where ``REDUCED_COSTS``)."""
+        (:func:`reduced_cost_bounds`; where ``REDUCED_COSTS``), and ``first`` with the
+        variables' values at the first box's LP solution (a start for local solves)."""
         out = np.full(m, -math.inf)
+        self.first = {}
         self.gaps = np.zeros((self.n_vars, m))
         self.tight = (np.full((self.n_vars, m), np.nan), np.full((self.n_vars, m), np.nan))
         R = relax(self.graph, self.order, ranges, consts, self.model.f, self.targets, m,
@@ -270,6 +278,8 @@ class LPBounder:
             if REDUCED_COSTS and self.d is not None and math.isfinite(out[k]) and len(vk):
                 tl, th = reduced_cost_bounds(out[k], self.cutoff, args[5], args[6], *self.d)
                 self.tight[0][vk, k], self.tight[1][vk, k] = tl[vj], th[vj]
+            if self.z is not None and math.isfinite(out[k]) and k == 0:
+                self.first = {int(v): float(self.z[j]) for v, j in R.var_cols.items()}
             if self.z is not None and math.isfinite(out[k]):
                 for w, u, v in R.products:
                     g = abs(self.z[w] - self.z[u] * self.z[v])

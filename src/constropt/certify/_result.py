@@ -12,8 +12,11 @@ from dataclasses import replace
 import numpy as np
 
 from ..engine._status import Status
+from ..finish._budget import Budget, Incumbent
+from ..finish._polishing import polish_from
+from ..finish._repair import certify_point
 from ..finish._result import History, Result, add_up
-from ..finish._tight import certify_view
+from ..finish._tight import certify_view, finishing_view, project_tight
 from ..finish._verdict import check_point, point_dict
 from ..local._polish import BudgetSpent, Counter
 from ..problem._evaluate import report_numpy
@@ -27,6 +30,10 @@ __all__ = ["certify_result", "proof_result"]
 #: problem proven infeasible, local solves from the best of them, and the evaluations
 #: each local solve may spend.
 LEAST_SAMPLES, LEAST_STARTS, LEAST_EVALS = 16, 3, 300
+#: Evaluations and seconds one local solve for an incumbent inside the
+#: branch-and-bound may spend at most (:func:`local_incumbents`; the branch-and-bound
+#: gives each fewer seconds, see :data:`._incumbents.INCUMBENT_SHARE`).
+INCUMBENT_EVALS, INCUMBENT_SECONDS = 400, 1.0
 
 
 def _total(problem, X, pvec):
@@ -149,6 +156,61 @@ def proof_result(problem, proof, pvec, seed: int, device: str, t_start: float,
         certificate=proof)
 
 
+def local_incumbents(problem, pvec):
+    """The branch-and-bound's local solver for incumbents (``improve`` of
+    :func:`~._bnb.certify`): SLSQP from a box's LP point over the whole search box of
+    ``problem`` (the problem as the Result reports it, not the certificate's relaxed
+    view), in the forms and at the margins of the search's own polish
+    (:func:`constropt.finish._polishing.polish_from`); its end is accepted only when the
+    float64 check finds it feasible and the exact check of a returned point
+    (:func:`constropt.finish._repair.certify_point`) certifies it, and its objective is
+    below ``U`` (minimization sense).  ``improve(x0, U, seconds)`` returns ``(f, x,
+    Certified)`` or None."""
+    P = np.asarray(pvec, dtype=np.float64).reshape(-1)
+    sign = -1.0 if problem.maximize else 1.0
+
+    def improve(x0, U, seconds=INCUMBENT_SECONDS):
+        x0 = np.clip(np.asarray(x0, dtype=np.float64), problem.lower, problem.upper)
+        view = finishing_view(problem, x0, P)  # tight equalities: their tight band
+        f0, V0 = check_point(view, x0, P)
+        seconds = min(seconds, INCUMBENT_SECONDS)
+        budget = Budget(INCUMBENT_EVALS, deadline=time.perf_counter() + seconds)
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                inc, _ = polish_from(view, x0, Incumbent(x0, f0, V0, P), budget)
+                inc = project_tight(view, inc, budget)
+        except (BudgetSpent, ValueError, ArithmeticError, np.linalg.LinAlgError):
+            return None
+        x = np.asarray(inc.x, dtype=np.float64)
+        view = finishing_view(problem, x, P)  # the band of the point, as judge() has it
+        f, V = check_point(view, x, P)
+        if not (np.all(V == 0) and math.isfinite(f) and sign * f < U):
+            return None
+        checked = certify_point(view, x, P, f, V, budget=16)
+        if not checked.feasible or not sign * checked.fun < U:
+            return None
+        return sign * checked.fun, checked.x, checked
+    return improve
+
+
+def _adopt(result, problem, checked, message_note: str):
+    """The fields of ``result`` for the better point ``checked`` (a
+    :class:`~constropt.finish._repair.Certified`) the branch-and-bound found."""
+    x = np.asarray(checked.x, dtype=np.float64)
+    V = checked.violations
+    fields = dict(x=point_dict(problem, x, checked.genes), x_array=x, fun=checked.fun,
+                  feasible=True, maxcv=float(V.max()) if V.size else 0.0, violations=V,
+                  verification=checked.verification,
+                  equality_residuals=getattr(checked.verification, "residuals", None) or {})
+    if not result.feasible:  # the search found no feasible point; the certificate did
+        fields.update(status=Status.CONVERGED, success=True,
+                      message=f"{Status.CONVERGED.value}; {message_note}")
+    else:
+        fields.update(message=f"{result.message}; {message_note}")
+    return fields
+
+
 def certify_result(result, problem, pvec, opts, dev, t_start: float):
     """``result`` with ``lower_bound``, ``gap`` and ``certificate`` from :func:`certify`
     (unchanged when ``certify="auto"`` finds the problem too large).
@@ -173,7 +235,7 @@ def certify_result(result, problem, pvec, opts, dev, t_start: float):
     # tight equalities: relaxed to the largest tolerance the box allows, not the band
     cert = certify(certify_view(problem, pvec), pvec, inc, result.x_array, gap=target,
                    time_limit=seconds if seconds is not None else opts.certify_time,
-                   device=dev)
+                   device=dev, improve=local_incumbents(problem, pvec))
     timings["certify"] = time.perf_counter() - t1
     timings = add_up(timings, t_start)
     fields = {"certificate": cert, "timings": timings}
@@ -185,6 +247,10 @@ def certify_result(result, problem, pvec, opts, dev, t_start: float):
                 f"{cert.statement}; search ended: {result.status.value})"))
         return replace(result, **fields)
     fields.update(lower_bound=cert.lower_bound, gap=cert.gap)
+    if cert.found is not None:  # a better point from the branch-and-bound's local solves
+        fields.update(_adopt(result, problem, cert.found,
+                             "x improved by a local solve inside the certificate's "
+                             "branch-and-bound"))
     if not cert.complete:
         fields.update(status=Status.INTERRUPTED, success=False, message=(
             f"{Status.INTERRUPTED.value}: Ctrl-C stopped the certificate's branch-and-bound "
