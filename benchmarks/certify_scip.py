@@ -61,7 +61,6 @@ import argparse
 import gzip
 import json
 import math
-import multiprocessing
 import os
 import statistics
 import sys
@@ -70,6 +69,8 @@ import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+
+from _forked import run_forked  # noqa: E402
 
 RUNS = os.path.join(HERE, "results", "certify_scip_runs")
 REPORT = os.path.join(HERE, "results", "certify_scip.md")
@@ -266,46 +267,19 @@ def _stopped(task, T, seconds, why):
 
 def run_tasks(tasks, jobs: int, T: float, path: str) -> None:
     """Run ``tasks`` in forked children, ``jobs`` at a time, appending each record."""
-    ctx = multiprocessing.get_context("fork")
-    hard = 1.5 * T + 30.0
-    pending, running, done = list(tasks), [], 0
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    while pending or running:
-        while pending and len(running) < jobs:
-            task = pending.pop(0)
-            parent, child = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_child, args=(child, task, T))
-            proc.start()
-            child.close()
-            running.append((proc, parent, task, time.perf_counter()))
-        time.sleep(0.05)
-        for item in list(running):
-            proc, conn, task, t0 = item
-            rec = None
-            if conn.poll():
-                try:
-                    rec = conn.recv()
-                except EOFError:
-                    rec = _stopped(task, T, time.perf_counter() - t0, "the process died")
-            elif not proc.is_alive():
-                rec = _stopped(task, T, time.perf_counter() - t0,
-                               f"exit code {proc.exitcode}")
-            elif time.perf_counter() - t0 > hard:
-                proc.kill()
-                rec = _stopped(task, T, time.perf_counter() - t0,
-                               f"stopped after {hard:.0f} s")
-            if rec is None:
-                continue
-            proc.join()
-            running.remove(item)
-            done += 1
-            with gzip.open(path, "at") as out:  # one gzip member per run: safe to stop
-                out.write(json.dumps(_jsonable(rec)) + "\n")
-            wall = rec["wall"] if rec["wall"] is not None else math.nan
-            print(f"[{done}/{len(tasks)}] {rec['solver']:9s} {rec['problem']:24s} "
-                  f"{'CERT ' if rec['certified'] else 'no   '}"
-                  f"{'WRONG ' if rec['wrong'] else ''}L={rec['L']:.10g} U={rec['U']:.10g} "
-                  f"f*={rec['f_star']:.10g} {wall:.2f}s {rec['status']}", flush=True)
+
+    def record(rec, done, total):
+        with gzip.open(path, "at") as out:  # one gzip member per run: safe to stop
+            out.write(json.dumps(_jsonable(rec)) + "\n")
+        wall = rec["wall"] if rec["wall"] is not None else math.nan
+        print(f"[{done}/{total}] {rec['solver']:9s} {rec['problem']:24s} "
+              f"{'CERT ' if rec['certified'] else 'no   '}"
+              f"{'WRONG ' if rec['wrong'] else ''}L={rec['L']:.10g} U={rec['U']:.10g} "
+              f"f*={rec['f_star']:.10g} {wall:.2f}s {rec['status']}", flush=True)
+
+    run_forked(tasks, jobs, T, _child,
+               lambda task, seconds, why, _timed_out: _stopped(task, T, seconds, why), record)
 
 
 # --------------------------------------------------------------------------- report

@@ -50,10 +50,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -62,6 +60,7 @@ import importlib  # noqa: E402
 
 import _unseen_report  # noqa: E402
 import unseen_problems  # noqa: E402
+from _forked import run_forked  # noqa: E402
 from _unseen_solvers import SOLVERS, run_one  # noqa: E402
 from suite import parse_seeds  # noqa: E402
 
@@ -107,48 +106,25 @@ def _stopped(task, seconds):
                 error=f"stopped after {seconds:.0f} s", ok=False)
 
 
+def _ended(task, seconds, why, timed_out):
+    rec = _stopped(task, seconds)
+    if not timed_out:
+        rec.update(status="ERROR", error=why)
+    return rec
+
+
 def run_tasks(tasks, jobs, time_limit, path):
     """Run `tasks` in forked children, `jobs` at a time, appending each record."""
-    ctx = multiprocessing.get_context("fork")
-    hard = 1.5 * time_limit + 30.0
-    pending, running = list(tasks), []
-    total, finished = len(tasks), 0
     with open(path, "a") as out:
-        while pending or running:
-            while pending and len(running) < jobs:
-                task = pending.pop(0)
-                parent, child = ctx.Pipe(duplex=False)
-                proc = ctx.Process(target=_child, args=(child, task, time_limit))
-                proc.start()
-                child.close()
-                running.append((proc, parent, task, time.perf_counter()))
-            time.sleep(0.05)
-            for item in list(running):
-                proc, conn, task, t0 = item
-                rec = None
-                if conn.poll():
-                    try:
-                        rec = conn.recv()
-                    except EOFError:
-                        rec = _stopped(task, time.perf_counter() - t0)
-                        rec.update(status="ERROR", error="the run's process died")
-                elif not proc.is_alive():
-                    rec = _stopped(task, time.perf_counter() - t0)
-                    rec.update(status="ERROR", error=f"exit code {proc.exitcode}")
-                elif time.perf_counter() - t0 > hard:
-                    proc.kill()
-                    rec = _stopped(task, time.perf_counter() - t0)
-                if rec is None:
-                    continue
-                proc.join()
-                running.remove(item)
-                finished += 1
-                out.write(json.dumps(rec) + "\n")
-                out.flush()
-                secs = rec["seconds"] if rec["seconds"] is not None else float("nan")
-                print(f"[{finished}/{total}] {rec['solver']:10s} {rec['problem']:24s} "
-                      f"seed {rec['seed']}: {'ok ' if rec['ok'] else 'NO '} "
-                      f"f={rec['fun']} {secs:.2f}s {rec['status']}", flush=True)
+        def record(rec, finished, total):
+            out.write(json.dumps(rec) + "\n")
+            out.flush()
+            secs = rec["seconds"] if rec["seconds"] is not None else float("nan")
+            print(f"[{finished}/{total}] {rec['solver']:10s} {rec['problem']:24s} "
+                  f"seed {rec['seed']}: {'ok ' if rec['ok'] else 'NO '} "
+                  f"f={rec['fun']} {secs:.2f}s {rec['status']}", flush=True)
+
+        run_forked(tasks, jobs, time_limit, _child, _ended, record)
 
 
 def main(argv=None):
