@@ -138,6 +138,8 @@ def _ipm_loop(vals, ders, M, iters, rows, lo, hi, x, s, z, running, conv, its):
     mc = rows.size
     diag = np.arange(N)
     width = np.maximum(hi - lo, 1e-300)
+    inv_m = 1.0 / (mc + 2 * N)
+    steps = _steps(N)
     for _ in range(iters):
         b = np.flatnonzero(running)
         if b.size == 0:
@@ -145,42 +147,40 @@ def _ipm_loop(vals, ders, M, iters, rows, lo, hi, x, s, z, running, conv, its):
         whole = b.size == k  # every start runs: views, no copies
         xb, Pb, sb, zb = (x, M, s, z) if whole else (x[:, b], M[:, b], s[:, b], z[:, b])
         _, C = vals(xb, Pb)
-        g, J, H = _derivatives(ders, xb, Pb, zb[:mc], rows)
-        Jc = np.transpose(J[rows], (2, 0, 1))                                   # (kb, mc, N)
+        g, J, H = _derivatives(ders, xb, Pb, zb[:mc], rows, steps=steps)
+        Jc = J[rows].transpose(2, 0, 1)                                         # (kb, mc, N)
         G = np.concatenate([C[rows], lo - xb, xb - hi])                         # (m, kb)
         rd = g + _times_t(Jc, zb, mc, N)
         rp = G + sb
         sz = sb * zb
-        gap = np.mean(sz, axis=0)
-        scale = 1.0 + np.max(np.abs(g), axis=0)
-        done = (np.max(np.abs(rd), axis=0) <= 1e-9 * scale) & \
-            (np.max(np.abs(rp), axis=0) <= 1e-10 * (1.0 + np.max(np.abs(G), axis=0))) & \
-            (gap <= 1e-12 * scale)
+        gap = sz.sum(axis=0) * inv_m
+        scale = 1.0 + np.abs(g).max(axis=0)
+        rd_max, rp_max = np.abs(rd).max(axis=0), np.abs(rp).max(axis=0)  # NaN stays NaN
+        done = (rd_max <= 1e-9 * scale) & (gap <= 1e-12 * scale) & \
+            (rp_max <= 1e-10 * (1.0 + np.abs(G).max(axis=0)))
         sig = zb / sb
-        K = H + (np.transpose(Jc, (0, 2, 1)) * sig[:mc].T[:, None, :]) @ Jc
+        K = H + (Jc.transpose(0, 2, 1) * sig[:mc].T[:, None, :]) @ Jc
         K[:, diag, diag] += (sig[mc:mc + N] + sig[mc + N:]).T
-        sane = np.isfinite(K).all(axis=(1, 2)) & np.isfinite(rd).all(axis=0) & \
-            np.isfinite(rp).all(axis=0) & ~done
-        K[~sane] = 0.0
+        sane = np.isfinite(K).all(axis=(1, 2)) & np.isfinite(rd_max + rp_max) & ~done
+        if not sane.all():
+            K[~sane] = 0.0
         wmin = np.linalg.eigvalsh(K)[:, 0]
         K[:, diag, diag] += (np.maximum(0.0, -wmin) +
                              1e-12 * np.maximum(1.0, np.abs(K).max(axis=(1, 2))))[:, None]
-        base = rd + _times_t(Jc, sig * rp, mc, N)
+        u = sig * rp
         # predictor: the Newton step of the unperturbed conditions (s z -> 0)
-        dx = -_solve(K, base - _times_t(Jc, zb, mc, N))
+        dx = -_solve(K, g + _times_t(Jc, u, mc, N))
         ds = -rp - _times(Jc, dx, mc)
         dz = -zb - sig * ds
-        ap = _to_boundary(sb, ds, 1.0)
-        ad = _to_boundary(zb, dz, 1.0)
-        mu_aff = np.mean((sb + ap * ds) * (zb + ad * dz), axis=0)
-        sigma = np.clip(np.nan_to_num((mu_aff / gap)**3, nan=1.0), 0.0, 1.0)
+        mu_aff = ((sb + _to_boundary(sb, ds, 1.0) * ds) *
+                  (zb + _to_boundary(zb, dz, 1.0) * dz)).sum(axis=0) * inv_m
+        sigma = np.fmin(1.0, (mu_aff / gap)**3)  # fmin: NaN (gap 0) -> 1
         # the barrier falls no faster than the residuals of the nonlinear conditions: a
         # complementarity at 0 with the gradient not yet balanced leaves no way back
-        res = np.maximum(np.max(np.abs(rd), axis=0) / scale, np.max(np.abs(rp), axis=0))
-        mu_t = np.maximum(sigma * gap, 0.1 * np.minimum(gap, res))
+        mu_t = np.maximum(sigma * gap, 0.1 * np.minimum(gap, np.maximum(rd_max / scale, rp_max)))
         # corrector: centring to mu_t and the second-order term of the predictor
         rc = sz + ds * dz - mu_t
-        dx = -_solve(K, base - _times_t(Jc, rc / sb, mc, N))
+        dx = -_solve(K, rd + _times_t(Jc, u - rc / sb, mc, N))
         ds = -rp - _times(Jc, dx, mc)
         dz = -(rc + zb * ds) / sb
         tau = np.maximum(0.995, 1.0 - gap)
@@ -188,10 +188,10 @@ def _ipm_loop(vals, ders, M, iters, rows, lo, hi, x, s, z, running, conv, its):
         # a gene moves at most STEP_CAP of its box width per iteration: with a linear
         # objective and small multipliers the Lagrangian's curvature is nearly zero, the
         # Newton step is long and the linearized constraints mean little that far away
-        reach = STEP_CAP / np.max(np.abs(dx) / width, axis=0)
+        reach = STEP_CAP / (np.abs(dx) / width).max(axis=0)
         ap = np.where(step_ok, np.minimum(_to_boundary(sb, ds, tau), reach), 0.0)
         ad = np.where(step_ok, _to_boundary(zb, dz, tau), 0.0)
-        xn = np.clip(xb + ap * dx, lo, hi)
+        xn = np.minimum(np.maximum(xb + ap * dx, lo), hi)
         sn = np.where(step_ok, np.maximum(sb + ap * ds, 1e-300), sb)
         zn = np.where(step_ok, np.maximum(zb + ad * dz, 1e-300), zb)
         if whole:
@@ -201,7 +201,7 @@ def _ipm_loop(vals, ders, M, iters, rows, lo, hi, x, s, z, running, conv, its):
         conv[b[done]] = True
         its[b[step_ok]] += 1
         running[b[~step_ok]] = False
-        if conv.mean() >= 0.5:  # a start far slower than most is left to the others
+        if 2 * np.count_nonzero(conv) >= k:  # a start far slower than most is left alone
             running &= its <= 2 * np.median(its[conv]) + 4
 
 
@@ -213,7 +213,7 @@ def _solve(K, r):
 def _to_boundary(v, dv, tau):
     """The largest step ``<= 1`` keeping ``v + a dv >= (1 - tau) v`` (fraction to the
     boundary), per column."""
-    return np.minimum(1.0, np.min(np.where(dv < 0, -tau * v / dv, np.inf), axis=0))
+    return np.minimum(1.0, -tau * np.where(dv < 0, v / dv, -np.inf).max(axis=0))
 
 
 def _times(Jc, dx, mc):
@@ -226,15 +226,20 @@ def _times_t(Jc, v, mc, N):
     return np.einsum("kmn,mk->nk", Jc, v[:mc]) - v[mc:mc + N] + v[mc + N:]
 
 
-def _derivatives(ders, x, P, lam, rows, h_rel=1e-6):
+def _steps(N):
+    """(N, 2N+1): the point and its ``2 N`` neighbours as unit steps (columns)."""
+    eye = np.eye(N)
+    return np.concatenate([np.zeros((N, 1)), eye, -eye], axis=1)
+
+
+def _derivatives(ders, x, P, lam, rows, h_rel=1e-6, steps=None):
     """``(g (N, k), J (L, N, k), H (k, N, N))`` at ``x``: the exact gradients, and the
     Hessian of ``f + lam . C[rows]`` by central differences of its exact gradient (as
     :func:`_hessian`), from one derivative call on the points and their ``2 N``
     neighbours."""
     N, k = x.shape
     h = h_rel * (1.0 + np.abs(x))                                               # (N, k)
-    eye = np.eye(N)
-    steps = np.concatenate([np.zeros((N, 1)), eye, -eye], axis=1)               # (N, 2N+1)
+    steps = _steps(N) if steps is None else steps                               # (N, 2N+1)
     pts = x[:, :, None] + h[:, :, None] * steps[:, None, :]                     # (N, k, 2N+1)
     gp, Jp = ders(pts.reshape(N, -1), np.repeat(P, 2 * N + 1, axis=1))
     gp = gp.reshape(N, k, 2 * N + 1)
