@@ -117,17 +117,21 @@ def interior_point(problem, X0: np.ndarray, M: np.ndarray, iters: int = IPM_ITER
     conv = np.zeros(k, dtype=bool)
     its = np.zeros(k, dtype=np.int64)
     with np.errstate(all="ignore"):
-        _ipm_loop(vals, ders, M, iters, rows, lo, hi, x, s, z, running, conv, its)
+        _ipm_loop(vals, ders, M, iters, rows, lo, hi, x, s, z, running, conv, its,
+                  np.ones(k, dtype=bool))
     return x, conv, its
 
 
-def _ipm_loop(vals, ders, M, iters, rows, lo, hi, x, s, z, running, conv, its):
+def _ipm_loop(vals, ders, M, iters, rows, lo, hi, x, s, z, running, conv, its, convex):
     """The iterations of :func:`interior_point`, updating its arrays in place.
 
     Mehrotra's predictor-corrector: the affine step (no barrier) predicts how far the
     complementarity can fall, the centring ``sigma = (mu_aff / mu)^3`` follows from it, and
     the corrector adds the second-order term ``ds_aff dz_aff``; both solve the same
-    reduced system, shifted once to be positive definite.  (Two LU solves: the explicit
+    reduced system, shifted once to be positive definite.  Only while the start's
+    Lagrangian has been convex (``convex``, updated in place): on an indefinite one the
+    predictor sent blog example 2's starts far outside, so there the barrier is lowered
+    tenfold per iteration, as before.  (Two LU solves: the explicit
     inverse from its eigendecomposition, reused for both, lost the dual residual to
     ~1e-5 as the ratios ``z / s`` of the active rows grew to 1e12.)  The box rows of the constraints
     (``-x <= -lo``, ``x <= hi``) enter the products as the signed identity they are, the
@@ -168,27 +172,40 @@ def _ipm_loop(vals, ders, M, iters, rows, lo, hi, x, s, z, running, conv, its):
         K[:, diag, diag] += (np.maximum(0.0, -wmin) +
                              1e-12 * np.maximum(1.0, np.abs(K).max(axis=(1, 2))))[:, None]
         u = sig * rp
-        # predictor: the Newton step of the unperturbed conditions (s z -> 0)
-        dx = -_solve(K, g + _times_t(Jc, u, mc, N))
-        ds = -rp - _times(Jc, dx, mc)
-        dz = -zb - sig * ds
-        mu_aff = ((sb + _to_boundary(sb, ds, 1.0) * ds) *
-                  (zb + _to_boundary(zb, dz, 1.0) * dz)).sum(axis=0) * inv_m
-        sigma = np.fmin(1.0, (mu_aff / gap)**3)  # fmin: NaN (gap 0) -> 1
-        # the barrier falls no faster than the residuals of the nonlinear conditions: a
-        # complementarity at 0 with the gradient not yet balanced leaves no way back
-        mu_t = np.maximum(sigma * gap, 0.1 * np.minimum(gap, np.maximum(rd_max / scale, rp_max)))
-        # corrector: centring to mu_t and the second-order term of the predictor
-        rc = sz + ds * dz - mu_t
+        # Mehrotra's steps while the Lagrangian has been convex at every iterate of the
+        # start (its curvature is what the affine prediction extrapolates); the others,
+        # from then on, lower the barrier tenfold per iteration, with no step cap
+        pc = convex if whole else convex[b]
+        if pc.any():
+            pc &= np.linalg.eigvalsh(H)[:, 0] >= -1e-9 * (1.0 + np.abs(H).max(axis=(1, 2)))
+            if whole:
+                convex[:] = pc
+            else:
+                convex[b] = pc
+        rc = sz - 0.1 * gap
+        if pc.any():
+            # predictor: the Newton step of the unperturbed conditions (s z -> 0)
+            dx = -_solve(K, g + _times_t(Jc, u, mc, N))
+            ds = -rp - _times(Jc, dx, mc)
+            dz = -zb - sig * ds
+            mu_aff = ((sb + _to_boundary(sb, ds, 1.0) * ds) *
+                      (zb + _to_boundary(zb, dz, 1.0) * dz)).sum(axis=0) * inv_m
+            sigma = np.fmin(1.0, (mu_aff / gap)**3)  # fmin: NaN (gap 0) -> 1
+            # the barrier falls no faster than the residuals of the nonlinear conditions:
+            # a complementarity at 0 with the gradient not yet balanced has no way back
+            mu_t = np.maximum(sigma * gap,
+                              0.1 * np.minimum(gap, np.maximum(rd_max / scale, rp_max)))
+            # corrector: centring to mu_t and the second-order term of the predictor
+            rc = np.where(pc, sz + ds * dz - mu_t, rc)
         dx = -_solve(K, rd + _times_t(Jc, u - rc / sb, mc, N))
         ds = -rp - _times(Jc, dx, mc)
         dz = -(rc + zb * ds) / sb
-        tau = np.maximum(0.995, 1.0 - gap)
+        tau = np.maximum(np.where(pc, 0.995, 0.99), 1.0 - gap)
         step_ok = np.isfinite(dx).all(axis=0) & sane
-        # a gene moves at most STEP_CAP of its box width per iteration: with a linear
-        # objective and small multipliers the Lagrangian's curvature is nearly zero, the
-        # Newton step is long and the linearized constraints mean little that far away
-        reach = STEP_CAP / (np.abs(dx) / width).max(axis=0)
+        # a gene moves at most STEP_CAP of its box width per predictor-corrector step:
+        # with a linear objective and small multipliers the Lagrangian's curvature is
+        # nearly zero, the step long, and the linearized constraints mean little that far
+        reach = np.where(pc, STEP_CAP / (np.abs(dx) / width).max(axis=0), np.inf)
         ap = np.where(step_ok, np.minimum(_to_boundary(sb, ds, tau), reach), 0.0)
         ad = np.where(step_ok, _to_boundary(zb, dz, tau), 0.0)
         xn = np.minimum(np.maximum(xb + ap * dx, lo), hi)
