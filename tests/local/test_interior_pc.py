@@ -94,3 +94,29 @@ def test_local_solves_are_refused_where_a_pole_may_be():
     q = constropt.Problem(x / (1 + a**2) + sp.sqrt(y + 2), bounds={x: (-1, 1), y: (-1, 1)},
                           parameters={a: 0.5})
     assert _interior.applicable(q) is None
+
+
+def test_an_indefinite_lagrangian_keeps_the_tenfold_barrier_decrease():
+    # blog example 2 (maximized, indefinite): the predictor-corrector sent every start of
+    # this problem outside and none converged; the starts leave it at the first
+    # indefinite iterate and converge as the plain barrier decrease did (here 19 at most)
+    X_, Y_, Z_, R_ = sp.symbols("X Y Z R")
+    f = X_**2 + 2 * Y_**2 + 3 * Z_**2 + 4 * X_ * Y_ - 5 * Y_ * Z_
+    cons = [X_ >= 1, Y_ >= 3, Y_ <= 7, Z_ <= 0, X_ + Y_ + Z_ >= 3, X_**2 + Z_**2 <= R_**2]
+    p = constropt.Problem(f, cons, maximize=True, bounds={X_: (1, 25), Z_: (-25, 0)},
+                          parameters={R_: 3.0})
+    radii = np.array([2.0, 3.0, 5.0])
+    S = _starts(p.lower, p.upper, 4, seed=2)
+    X0 = np.repeat(S, radii.size, axis=1)
+    M = np.tile(radii, 4)[None]
+    X, conv, its = _interior.interior_point(p, X0, M)
+    assert conv.all() and its.max() <= 25, its
+    ok, _ = _interior.kkt_test(p, X, M)
+    assert ok.all()
+    fv = (X[0]**2 + 2 * X[1]**2 + 3 * X[2]**2 + 4 * X[0] * X[1] - 5 * X[1] * X[2])
+    # every start of an instance at the same maximum (the KKT test passed: its residual
+    # 1e-6 relative bounds the spread)
+    fv = fv.reshape(4, radii.size)
+    np.testing.assert_allclose(fv, np.broadcast_to(fv.max(axis=0), fv.shape), rtol=1e-7)
+    feas = (X[0]**2 + X[2]**2 <= M[0]**2 + 1e-9) & (X[1] <= 7 + 1e-9) & (X[1] >= 3 - 1e-9)
+    assert feas.all()
