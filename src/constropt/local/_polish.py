@@ -376,12 +376,14 @@ def stationarity(problem, x: np.ndarray, pvec: np.ndarray):
     for i in np.flatnonzero(xf <= lo + near):
         cols.append(-np.eye(len(xf))[i])
     if not cols:
-        return float(np.linalg.norm(g)) / gn, STATIONARITY_EVALS
+        with np.errstate(over="ignore"):  # a huge gradient (near a pole): inf, not KKT
+            return float(np.linalg.norm(g)) / gn, STATIONARITY_EVALS
     A = np.array(cols).T
     scale = np.max(np.abs(A), axis=0)
     A = A / np.where(scale > 0, scale, 1.0)
     try:
-        _, res = nnls(A, -g, maxiter=50 * A.shape[1])
+        with np.errstate(over="ignore", invalid="ignore"):
+            _, res = nnls(A, -g, maxiter=50 * A.shape[1])
     except RuntimeError:  # no convergence: no verdict
         return 0.0, STATIONARITY_EVALS
     return float(res) / gn, STATIONARITY_EVALS
