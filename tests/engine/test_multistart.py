@@ -109,3 +109,17 @@ def test_auto_leaves_a_nonsmooth_problem_to_the_search():
     assert auto.nfev == off.nfev
     np.testing.assert_array_equal(auto.x_array, off.x_array)
     assert auto.fun == pytest.approx(0.0, abs=1e-6)  # at (0.3, 0.2, -0.1)
+
+
+def test_auto_leaves_equalities_in_a_band_to_the_search():
+    # eq_tol given: the equalities hold in a band the search profits from, and a minimum
+    # confirmed from a few starts could end it before its schedule reaches a better band
+    # point (tests/finish/test_unbounded.py's ex8_5_4); "auto" runs the search alone,
+    # exactly as False (with tight equalities it ends early: the test above)
+    f, cons, box = G03_6
+    auto = constropt.solve(f, cons, bounds=box, seed=0, eq_tol=1e-4)
+    off = constropt.solve(f, cons, bounds=box, seed=0, eq_tol=1e-4, local_search=False)
+    assert auto.nfev == off.nfev
+    np.testing.assert_array_equal(auto.x_array, off.x_array)
+    # in the band the product beats the tight optimum -1, by at most about n eq_tol / 2
+    assert auto.feasible and -1.0 - 6e-4 <= auto.fun < -1.0

@@ -193,7 +193,9 @@ class SolveOptions:
         of a continuous, smooth problem (no ``Abs``, ``Min``, ``Max``, ``Piecewise``,
         rounding or ``Or``) with exact derivatives and a finite box, without
         ``checkpoint`` (the record of minima is not checkpointed; a checkpointed run
-        searches as before).  True: also with
+        searches as before), and not where equalities are held in an ``eq_tol`` band
+        (the search's objective profits from the band there, and its schedule reaches
+        band points no local start lay in).  True: also with
         integer variables (held fixed by the local solves); OptionError where it cannot
         run (batches, islands, checkpoints, no exact derivatives).
     on_generation : callable or None
