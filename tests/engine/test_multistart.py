@@ -123,3 +123,9 @@ def test_auto_leaves_equalities_in_a_band_to_the_search():
     np.testing.assert_array_equal(auto.x_array, off.x_array)
     # in the band the product beats the tight optimum -1, by at most about n eq_tol / 2
     assert auto.feasible and -1.0 - 6e-4 <= auto.fun < -1.0
+    # a band of 1e-6 (MINLPLib's, Hock-Schittkowski's) is too narrow to profit from: the
+    # stage runs, and ends early as with tight equalities
+    narrow = constropt.solve(f, cons, bounds=box, seed=0, eq_tol=1e-6)
+    narrow_off = constropt.solve(f, cons, bounds=box, seed=0, eq_tol=1e-6, local_search=False)
+    assert narrow.feasible and narrow.fun == pytest.approx(-1.0, abs=1e-5)
+    assert narrow.nfev < narrow_off.nfev

@@ -69,6 +69,16 @@ KINKS = (sp.Piecewise, sp.Abs, sp.Min, sp.Max, sp.sign, sp.floor, sp.ceiling,
          sp.Heaviside, sp.Or)
 
 
+#: ``"auto"`` leaves the stage off where equalities hold in an ``eq_tol`` band wider than
+#: this: there the search's objective profits from the band by more than the stage tells
+#: two minima apart (:attr:`LocalSettings.ftol`, relative), its epsilon schedule reaches
+#: band points no start lay in, and a minimum reached from a few starts would end the run
+#: first (GLOBALLib ex8_5_4 at eq_tol=1e-4, seeds 0 and 3: four solves to -7.6e-4
+#: confirmed at 8k evaluations; the search alone reaches the band's -9.2e-4).  Tight
+#: equalities (the default) and narrower bands keep it.
+BAND = 1e-6
+
+
 def smooth(problem) -> bool:
     """Whether the objective and every constraint of ``problem`` are free of
     :data:`KINKS`.  SLSQP and the KKT test assume smooth functions: at a kink a solve
@@ -94,13 +104,8 @@ def local_stage(problem, opts, M: np.ndarray, *, islands: bool = False,
     if why is None and choice == "auto" and not smooth(problem):
         why = "a nonsmooth problem"
     if why is None and choice == "auto" and not problem.tight_equalities and \
-            any(lf.kind == "eq" for lf in problem.leaves):
-        # equalities in a band the caller asked for (eq_tol): the search's objective
-        # profits from the band and its epsilon schedule reaches band points no start
-        # lay in, while a minimum reached from several starts ends the run (GLOBALLib
-        # ex8_5_4 at eq_tol=1e-4: four solves to -7.6e-4 ended seeds 0 and 3 at 8k
-        # evaluations; the search alone finds -9.2e-4)
-        why = "equalities held in an eq_tol band"
+            problem.eq_tol > BAND and any(lf.kind == "eq" for lf in problem.leaves):
+        why = f"equalities held in an eq_tol band wider than {BAND:g}"
     if why is not None:
         if choice is True:
             raise OptionError(f"local_search=True cannot run here: {why}")

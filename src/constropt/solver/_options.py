@@ -194,8 +194,8 @@ class SolveOptions:
         rounding or ``Or``) with exact derivatives and a finite box, without
         ``checkpoint`` (the record of minima is not checkpointed; a checkpointed run
         searches as before), and not where equalities are held in an ``eq_tol`` band
-        (the search's objective profits from the band there, and its schedule reaches
-        band points no local start lay in).  True: also with
+        wider than 1e-6 (the search's objective profits from such a band, and its
+        schedule reaches band points no local start lay in).  True: also with
         integer variables (held fixed by the local solves); OptionError where it cannot
         run (batches, islands, checkpoints, no exact derivatives).
     on_generation : callable or None
