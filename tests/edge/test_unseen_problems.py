@@ -115,7 +115,7 @@ def test_docs_quote_the_report():
     with open(os.path.join(BENCH, "results", "unseen.md")) as fh:
         report = fh.read().splitlines()
     start = docs.index("### Unseen published problems")
-    end = docs.index("\n## ", start)
+    end = min(docs.index("\n## ", start), docs.index("\n### ", start + 1))
     rows = [line for line in docs[start:end].splitlines()
             if line.startswith("| ") and not line.startswith("| solver |")
             and not line.startswith("| constropt |")]
