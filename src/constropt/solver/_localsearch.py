@@ -5,8 +5,9 @@
 search (``solve``, ``Search``) of a continuous, smooth problem (:func:`smooth`: no
 ``Abs``, ``Min``, ``Max``, ``Piecewise``, rounding or ``Or``) with exact derivatives,
 without a checkpoint (the record of minima is not part of the checkpointed state, so
-a checkpointed run searches as before and resumes exactly) and without islands
-(ranks would each keep their own record);
+a checkpointed run searches as before and resumes exactly), without islands
+(ranks would each keep their own record) and with tight equalities or an ``eq_tol``
+band of at most :data:`BAND`;
 True asks for it (an :class:`OptionError` where it cannot run), False never.
 
 The local solver is the finish's SLSQP polish with exact derivatives
