@@ -49,6 +49,7 @@ import functools
 
 import sympy as sp
 from _unseen2_data import MODELS
+from unseen_problems import model_parser, record
 
 from constropt.benchmarks import BenchmarkProblem
 
@@ -138,29 +139,14 @@ FULL_DIGITS: dict[str, float] = {
 }
 
 
-def _record(name, objective, constraints, x, bounds, f_star, x_star, source, tags):
-    if name in FULL_DIGITS:
-        source += (f" The source prints f* = {float(f_star):.10g}; the optimum reproduced "
-                   f"by the reference runs is {FULL_DIGITS[name]!r}, used here.")
-        f_star = FULL_DIGITS[name]
-    return BenchmarkProblem(
-        name=name, objective=objective, constraints=tuple(constraints), variables=tuple(x),
-        bounds=dict(zip(x, bounds)), f_star=float(f_star),
-        x_star=tuple(float(v) for v in x_star) if x_star is not None else (),
-        source=source, tags=tuple(tags), eq_tol=EQ_TOL)
-
-
 def _from_model(name) -> BenchmarkProblem:
     path, names, bounds, objective, constraints = MODELS[name]
-    names = [f"x{i}" for i in range(1, names + 1)] if isinstance(names, int) else names.split()
-    x = [sp.Symbol(s, real=True) for s in names]
-    loc = dict(zip(names, x), Eq=sp.Eq, log=sp.log, exp=sp.exp, sqrt=sp.sqrt)
-    parse = functools.partial(sp.sympify, locals=loc)
+    x, parse = model_parser(names)
     f_star, cite, x_star = F_STAR[name]
     family = "hock-schittkowski" if name.startswith("HS") else "globallib"
     source = f"{cite}: f*. {MODELS_FROM.format(path=path)}."
-    return _record(name, parse(objective), [parse(c) for c in constraints], x, bounds,
-                   f_star, x_star, source, (family,))
+    return record(name, parse(objective), [parse(c) for c in constraints], x, bounds,
+                  f_star, x_star, source, (family,), FULL_DIGITS, EQ_TOL)
 
 
 def names() -> tuple[str, ...]:
