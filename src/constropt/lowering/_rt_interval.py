@@ -35,6 +35,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._guards import powi as _point_powi  # the ends' square-and-multiply
 from ._interval_ops import ops
 
 __all__ = ["Iv", "Bv", "TRANS_ULPS"]
@@ -220,23 +221,10 @@ def sqrt(a: Iv) -> Iv:
     return finish(xp.clamp(lo, min=0.0), hi, a.nan | (a.lo < 0), empty_of(a) | (a.hi < 0))
 
 
-def _powi_mag(x, n: int):
-    r = None
-    base = x
-    k = n
-    while k:
-        if k & 1:
-            r = base if r is None else r * base
-        k >>= 1
-        if k:
-            base = base * base
-    return r
-
-
 def powi(a: Iv, n: int) -> Iv:
     """``a ** n`` for an integer ``n >= 2`` (even: the minimum is 0 when 0 is inside)."""
     xp = ops(a.lo)
-    lo_p, hi_p = _powi_mag(a.lo, n), _powi_mag(a.hi, n)
+    lo_p, hi_p = _point_powi(a.lo, n), _point_powi(a.hi, n)
     if n % 2:
         lo, hi = wdown(lo_p, n), wup(hi_p, n)
     else:
