@@ -11,25 +11,15 @@ import pytest
 import sympy as sp
 
 import constropt
+from _moves import polish as _polish_from
 from constropt.benchmarks import get
-from constropt.finish._budget import Budget, Incumbent
-from constropt.finish._polishing import polish_from
+from constropt.finish._budget import Budget
 from constropt.finish._repair import _jacobian, _newton_moves, certify_point
 from constropt.finish._verdict import check_point
 from constropt.local._newton import INSIDE, restore
 from constropt.local._polish import STATIONARY, stationarity
 from constropt.solver._build import default_restarts, independent_restarts
 from constropt.solver._options import SolveOptions
-
-
-def _polish_from(problem, start, pvec, x, f, V, max_evals, nfev=0):
-    """:func:`polish_from` from ``start`` with the incumbent ``(x, f, V)`` and the budget
-    ``max_evals`` of which ``nfev`` are spent: ``(x, f, V, evaluations spent in all,
-    stop)``."""
-    budget = Budget(max_evals, used=nfev)
-    inc, stop = polish_from(problem, start, Incumbent(x, f, V, pvec), budget)
-    return inc.x, inc.f, inc.V, budget.used, stop
-
 
 # the GA's final point on RC02 at seed 24 (500,000 evaluations): float64 finds it
 # feasible; exactly, x3 + 1e4 x8 - 5e6 is 6e-11 past its band |h| <= 1e-4 while
