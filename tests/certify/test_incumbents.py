@@ -16,6 +16,7 @@ import pytest
 import sympy as sp
 
 import constropt
+from _pooling import haverly
 from constropt.certify import _bnb
 from constropt.certify._result import certify_result, local_incumbents
 from constropt.finish._verdict import check_point
@@ -37,18 +38,9 @@ def _quartic():
 
 
 def _haverly():
-    """Haverly's pooling problem 1: max 9x + 15y - 6A - 16B - 10(Cx+Cy), exact optimum
-    400 (as in test_lp_relax.py), equalities held to 1e-8."""
-    A, B, Cx, Cy, Px, Py, q = sp.symbols("A B Cx Cy Px Py q", real=True)
-    obj = 9 * (Px + Cx) + 15 * (Py + Cy) - 6 * A - 16 * B - 10 * (Cx + Cy)
-    cons = [sp.Eq(Px + Py - A - B, 0), sp.Eq(q * (Px + Py) - 3 * A - B, 0),
-            q * Px + 2 * Cx - 2.5 * (Px + Cx) <= 0, q * Py + 2 * Cy - 1.5 * (Py + Cy) <= 0,
-            Px + Cx <= 100, Py + Cy <= 200]
-    bounds = {A: (0, 300), B: (0, 300), Cx: (0, 100), Cy: (0, 200), Px: (0, 100),
-              Py: (0, 200), q: (1, 3)}
     # an explicit band: the certificate is then about the problem the incumbent is
     # checked on (tight equalities are certified in the search's wider band)
-    return constropt.Problem(obj, cons, bounds=bounds, maximize=True, eq_tol=1e-8), 400.0
+    return haverly(eq_tol=1e-8)
 
 
 def _feasible_at(p, cert):
