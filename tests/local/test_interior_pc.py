@@ -87,7 +87,7 @@ def test_local_solves_are_refused_where_a_pole_may_be():
     assert _interior.applicable(disc) is None
     # 1 / (x - y + a): every start can end at the corner (1, -1), a local minimum, while
     # the objective falls without bound at x - y = -a inside the box
-    for f in (1 / (x - y + a), sp.log(x + 2) + y, sp.tan(x) * y):
+    for f in (1 / (x - y + a), sp.log(x + 2) + y, sp.tan(x) * y, sp.atanh(x - y) + y):
         p = constropt.Problem(f, bounds={x: (-1, 1), y: (-1, 1)}, parameters={a: 0.5})
         assert "pole" in _interior.applicable(p)
     # a divisor of parameters only, and sqrt (no pole), stay local

@@ -55,8 +55,9 @@ def applicable(problem) -> str | None:
     return None
 
 
-#: Functions of the variables that diverge at finite arguments.
-_SINGULAR = (sp.log, sp.tan, sp.cot, sp.sec, sp.csc, sp.coth, sp.csch)
+#: Functions of the variables that diverge at finite arguments (``atanh`` at +-1, the
+#: closed ends of its domain in lowering/_functions.py).
+_SINGULAR = (sp.log, sp.tan, sp.cot, sp.sec, sp.csc, sp.coth, sp.csch, sp.atanh)
 
 
 def _may_have_a_pole(expr, variables) -> bool:
