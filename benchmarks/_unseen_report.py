@@ -90,6 +90,19 @@ def ratio(a: dict, b: dict):
     return (statistics.median(rs), len(rs)) if rs else (None, 0)
 
 
+def quoted_rows(docs: str, heading: str) -> list[str]:
+    """The table rows of the section ``heading`` of a docs page (up to the next heading of
+    its level or above), the tables' header rows left out: what the page quotes of a
+    report, for the tests to find in it."""
+    start = docs.index(heading)
+    level = heading.split(" ", 1)[0]
+    ends = [docs.find(f"\n{'#' * k} ", start + 1) for k in range(1, len(level) + 1)]
+    end = min([e for e in ends if e >= 0], default=len(docs))
+    return [line for line in docs[start:end].splitlines()
+            if line.startswith("| ") and not line.startswith("| solver |")
+            and not line.startswith("| constropt |")]
+
+
 def _fmt(v, spec=".3g"):
     return "-" if v is None else format(v, spec)
 

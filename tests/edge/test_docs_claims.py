@@ -179,10 +179,9 @@ def test_fitness_page_quotes_the_benchmark_results():
     spec.loader.exec_module(bench)
     results = (ROOT / "benchmarks" / "results" / "fitness.md").read_text()
     page = (DOCS / "fitness.md").read_text()
-    block = re.search(r"<!-- fitness-table: begin[^>]*-->\n(.*?)<!-- fitness-table: end -->",
-                      page, re.S)
+    block = bench._MARKS.search(page)
     assert block is not None, "docs/fitness.md lost its fitness-table markers"
-    assert block.group(1) == bench.page_table(results), \
+    assert block.group(2) == bench.page_table(results), \
         "regenerate it: python benchmarks/fitness.py --quote benchmarks/results/fitness.md"
     got = _table_ratios(results, "example")
     quoted = _table_ratios(page, "call (2-core CPU")

@@ -109,16 +109,10 @@ def test_runs_prefer_the_labels_own_file_and_verification_flags():
 
 def test_docs_quote_the_report():
     # docs/benchmarks.md's unseen-problem tables are rows of benchmarks/results/unseen.md
-    root = os.path.join(BENCH, "..")
-    with open(os.path.join(root, "docs", "benchmarks.md")) as fh:
-        docs = fh.read()
+    with open(os.path.join(BENCH, "..", "docs", "benchmarks.md")) as fh:
+        rows = _unseen_report.quoted_rows(fh.read(), "### Unseen published problems")
     with open(os.path.join(BENCH, "results", "unseen.md")) as fh:
         report = fh.read().splitlines()
-    start = docs.index("### Unseen published problems")
-    end = min(docs.index("\n## ", start), docs.index("\n### ", start + 1))
-    rows = [line for line in docs[start:end].splitlines()
-            if line.startswith("| ") and not line.startswith("| solver |")
-            and not line.startswith("| constropt |")]
     assert len(rows) >= 4
     for row in rows:
         assert row in report, row
