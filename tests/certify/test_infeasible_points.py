@@ -42,6 +42,13 @@ def test_disc_and_far_half_plane_returns_the_least_violating_point():
     assert float(np.sum(res.violations)) == pytest.approx(3 - math.sqrt(2), abs=1e-6)
     np.testing.assert_allclose(res.x_array, [1 / math.sqrt(2)] * 2, atol=1e-4)
     assert res.nfev > 1 and res.nit == 0
+    # the proof names the equality band only where there are equalities, and the device
+    # is where the least-violating point was computed (NumPy on the CPU), not "auto"
+    assert "|h(x)|" not in res.message and res.device == "cpu"
+    assert "device cpu" in repr(constropt.solve(p, seed=0))
+    q = constropt.Problem(x + y, [sp.Eq(x**2 + y**2, 1), x + y >= 3],
+                          bounds={x: (-5, 5), y: (-5, 5)}, eq_tol=1e-4)
+    assert f"|h(x)| <= {1e-4:g}" in q.infeasibility_proof.statement
 
 
 def test_least_violating_point_holds_integer_genes_and_stays_in_the_box():

@@ -172,9 +172,13 @@ def propagate(layout, constraints, lo, hi, integer, eq_tol: float, pvec=None,
                for s, b in zip(syms, layout.blocks)}
         where = "for the given parameter values" if pvec is not None and n_par else \
             "for every parameter value" if n_par else ""
-        statement = ("no point of the box satisfies all of these constraints (interval "
-                     "propagation in exact real arithmetic, equalities as |h(x)| <= "
-                     f"{eq_tol:g}{', ' + where if where else ''})")
+        how = ["interval propagation in exact real arithmetic"]
+        if any(lf.kind == "eq" for lf in leaves):  # the band only where equalities are
+            how.append(f"equalities as |h(x)| <= {eq_tol:g}")
+        if where:
+            how.append(where)
+        statement = ("no point of the box satisfies all of these constraints ("
+                     f"{', '.join(how)})")
         proof = InfeasibilityProof("infeasible", box, tuple(used), statement)
         return FbbtResult(lo.copy(), hi.copy(), proof, done)
     if backend == "torch":

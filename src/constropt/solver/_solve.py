@@ -100,7 +100,8 @@ def solve(objective: sp.Expr | Problem, constraints: Iterable[Any] | sp.Basic = 
                                          opts, options)
     proof = prove_infeasible(problem, pvec)
     if proof is not None:  # bound propagation emptied the box: no search to run
-        return raise_if_failed(proof_result(problem, proof, pvec, seed, str(dev), t_start,
+        # the least-violating point is found on the CPU (NumPy), whatever device was asked
+        return raise_if_failed(proof_result(problem, proof, pvec, seed, "cpu", t_start,
                                             t_lower, max_evals=opts.max_evals), opts.throw)
     settings = {"seed": seed, "device": str(dev), "dtype": dtype, "compile": compile,
                 "cross_check": cross_check, "pvec": pvec,
