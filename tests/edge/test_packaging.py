@@ -52,7 +52,8 @@ def test_py_typed_is_shipped():
     constropt.Problem.fitness, constropt.Problem.evaluate, constropt.Problem.parameter_vector,
     constropt.Problem.plot, constropt.Problem.to_scipy, constropt.Problem.to_pymoo,
     constropt.Problem.to_scip, constropt.Search.result, constropt.Result.plot,
-    constropt.Result.to_dict, constropt.Result.to_scipy,
+    constropt.Result.to_dict, constropt.Result.to_scipy, constropt.solve_islands,
+    constropt.Search.__init__, constropt.cross_check,
 ], ids=lambda f: f.__qualname__)
 def test_public_api_is_annotated_and_resolvable(fn):
     import inspect

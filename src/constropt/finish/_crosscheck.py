@@ -14,14 +14,17 @@ from __future__ import annotations
 import enum
 import time
 import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import sympy as sp
 
 from .._errors import OptionError
 from ..local._polish import Counter, polish
 from ..problem._evaluate import report_numpy
 from ..problem._scipy import ScipyBridge
+from ._result import Result
 from ._scip import scip_available, scip_reference
 from ._tight import finishing_view
 
@@ -189,8 +192,9 @@ def references_of(value) -> tuple:
     return tuple(dict.fromkeys(items))
 
 
-def cross_check(result, *, references=("scipy",), rtol: float = 1e-4, starts: int = 20,
-                de: bool = True, de_maxiter: int = 300, seed: int = 0, parameters=None,
+def cross_check(result: Result, *, references: str | Sequence[str] = ("scipy",),
+                rtol: float = 1e-4, starts: int = 20, de: bool = True, de_maxiter: int = 300,
+                seed: int = 0, parameters: Mapping[sp.Symbol, float] | None = None,
                 time_limit: float = 30.0, scip_time_limit: float = 5.0) -> CrossCheck:
     """Solve the result's problem again with reference solvers and compare.
 

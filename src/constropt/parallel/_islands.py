@@ -37,9 +37,12 @@ import secrets
 import time
 import warnings
 import zlib
+from collections.abc import Iterable
 from dataclasses import fields, replace
+from typing import Any
 
 import numpy as np
+import sympy as sp
 
 from .._errors import OptionError
 from ..backend._devices import BACKENDS, choose_backend
@@ -105,9 +108,11 @@ def _result_fields(result) -> dict:
     return out
 
 
-def solve_islands(objective, constraints=(), *, migrate_every=20, migrants=2,
-                  topology="ring", timeout=60.0, backend="auto", group_backend=None,
-                  seed=None, device="auto", **solve_options):
+def solve_islands(objective: sp.Expr | Problem, constraints: Iterable[Any] | sp.Basic = (),
+                  *, migrate_every: int = 20, migrants: int = 2, topology: str = "ring",
+                  timeout: float = 60.0, backend: str = "auto",
+                  group_backend: str | None = None, seed: int | None = None,
+                  device: Any = "auto", **solve_options: Any) -> Result:
     """Solve with an island model: one population per process, migration between them.
 
     Call it from every process of a ``torchrun`` launch (``torchrun --nproc_per_node=4

@@ -43,6 +43,8 @@ import math
 import os
 import sys
 import warnings
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -52,6 +54,11 @@ from ..backend._devices import resolve_device
 from ._adapters import constraint_plan, signed_constraints
 from ._fitness_numpy import numpy_functions
 from ._fitness_words import eligible, unpack, words, words_adapter
+
+if TYPE_CHECKING:  # _problem imports this module
+    import sympy as sp
+
+    from ._problem import Problem
 
 __all__ = ["Fitness", "KINDS", "LAYOUTS", "CompileWarning", "AUTO_COMPILE_WORK",
            "ONE_THREAD_WORK", "row_vectors"]
@@ -249,8 +256,10 @@ class Fitness:
         The weight of the total violation for ``kind="penalty"``.
     """
 
-    def __init__(self, problem, kind="death", *, layout="rows", device=None, dtype=None,
-                 compile="auto", penalty=1e6, parameters=None):
+    def __init__(self, problem: Problem, kind: str = "death", *, layout: str = "rows",
+                 device: Any = None, dtype: Any = None, compile: bool | str = "auto",
+                 penalty: float = 1e6,
+                 parameters: Mapping[sp.Symbol, float] | None = None) -> None:
         if kind not in KINDS:
             raise OptionError(f"unknown fitness kind {kind!r}; use one of "
                               f"{', '.join(map(repr, KINDS))}")

@@ -107,7 +107,7 @@ class ScipyProblem:
     variables: tuple
     maximize: bool
 
-    def user_fun(self, x) -> float:
+    def user_fun(self, x: np.ndarray) -> float:
         """The objective in the user's sense at ``x`` (``-fun(x)`` for maximize problems)."""
         f = self.fun(x)
         return -f if self.maximize else f

@@ -10,10 +10,12 @@ dtype, compile choice, budget, termination) happens once, in ``_build.py``; fini
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
 import numpy as np
+import sympy as sp
 
 from ..backend._arrays import inference, to_numpy
 from ..engine._driver import CODES
@@ -22,6 +24,8 @@ from ..finish._budget import Budget
 from ..finish._finish import finish_batch, make_result
 from ..finish._result import Result, Stopwatch, raise_if_failed, run_timings
 from ..problem._bounds import parameter_box
+from ..problem._bounds_input import BoundsLike
+from ..problem._problem import Problem
 from ._build import (  # re-exported: the search's settings live in _build
     ALGORITHMS,
     COMPILE_THRESHOLD,
@@ -100,9 +104,11 @@ class Search:
     >>> res = s.result()          # runs on to the end, then polishes
     """
 
-    def __init__(self, objective, constraints=(), *, variables=None, bounds=None,
-                 maximize=False, device="auto", dtype=None, seed=None, compile="auto",
-                 **options):
+    def __init__(self, objective: sp.Expr | Problem, constraints: Iterable[Any] | sp.Basic = (),
+                 *, variables: Sequence[sp.Basic] | None = None, bounds: BoundsLike = None,
+                 maximize: bool = False, device: Any = "auto", dtype: Any = None,
+                 seed: int | None = None, compile: bool | str = "auto",
+                 **options: Any) -> None:
         t_start = time.perf_counter()
         opts = SolveOptions.from_kwargs(options)
         seed = _seed(seed, opts.rng)
