@@ -104,6 +104,43 @@ def test_nonzeros_equal_the_dense_derivative(k):
             assert sp.srepr(got[i]) == sp.srepr(want), (i, got[i], want)
 
 
+POLYNOMIALS = [  # every term one variable's integer power of an affine base
+    lambda x, y, z: (x - sp.Rational(1, 2)) ** 2 + (y - sp.Rational(1, 2)) ** 2 + z + 4,
+    lambda x, y, z: (3 * x + 2) ** 3 + y ** -2 + z ** 4 + (x - 1) ** 2 + (y + 1) ** 2,
+    lambda x, y, z: (sp.Float(1.5) * y - sp.Float(0.7)) ** 2 - 5 * z + (z + 1) ** -1,
+    lambda x, y, z: x ** 5 + (-y + 3) ** 2 + (z - sp.Float(0.1)) ** 2 + (x + 7) ** -3,
+]
+
+
+@pytest.mark.parametrize("assumptions", [{}, {"real": True}, {"positive": True},
+                                         {"integer": True}])
+@pytest.mark.parametrize("k", range(len(POLYNOMIALS)))
+def test_polynomial_terms_take_the_direct_path_and_equal_the_dense_derivative(k,
+                                                                            assumptions):
+    syms = sp.symbols("x y z", **assumptions)
+    expr = POLYNOMIALS[k](*syms)
+    d = SymbolicDerivative(syms)
+    assert d._polynomial(expr) is not None  # no dummies, no replacement back
+    got = dict(d.nonzeros(expr))
+    for i, want in enumerate(_dense_reference(expr, syms)):
+        if want == 0:
+            assert i not in got
+        else:
+            assert sp.srepr(got[i]) == sp.srepr(want), (i, got[i], want)
+
+
+@pytest.mark.parametrize("expr", [
+    lambda x, y, z: 3 * (x - 1) ** 2 + y,  # a coefficient times a power: the general route
+    lambda x, y, z: (z - sp.pi) ** 2,  # a symbolic constant
+    lambda x, y, z: (x + y) ** 2,  # two variables in one base
+    lambda x, y, z: x ** sp.Rational(3, 2) + y,  # a fractional power
+    lambda x, y, z: sp.sin(x) + y ** 2,
+])
+def test_other_terms_leave_the_direct_path(expr):
+    syms = sp.symbols("x y z")
+    assert SymbolicDerivative(syms)._polynomial(expr(*syms)) is None
+
+
 def test_term_derivative_is_diff():
     s = sp.Dummy("s", real=True)
     t = sp.Symbol("t")
