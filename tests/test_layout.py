@@ -67,16 +67,26 @@ def _target(name: str) -> str:
     return name
 
 
-def _imports(module: str) -> list[tuple[str, str, bool]]:
-    """``(imported module or outside name, how it is written, at module level?)``."""
+#: The guards of imports only type checkers run.
+_TYPE_CHECKING = ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+
+
+def _imports(module: str, runtime: bool = False) -> list[tuple[str, str, bool]]:
+    """``(imported module or outside name, how it is written, at module level?)``;
+    ``runtime``: without the imports only type checkers run (``if TYPE_CHECKING:``)."""
     path, is_pkg = MODULES[module]
     tree = ast.parse(path.read_text(encoding="utf-8"))
     top = {id(n) for n in tree.body}
+    typing_only = set()
     for node in tree.body:  # imports under a module-level if/try count as module level
         if isinstance(node, (ast.If, ast.Try)):
             top |= {id(n) for n in ast.walk(node)}
+        if isinstance(node, ast.If) and ast.unparse(node.test) in _TYPE_CHECKING:
+            typing_only |= {id(n) for n in ast.walk(node)}
     out = []
     for node in ast.walk(tree):
+        if runtime and id(node) in typing_only:
+            continue
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -99,7 +109,11 @@ def _imports(module: str) -> list[tuple[str, str, bool]]:
     return out
 
 
-GRAPH = {m: {t for t, _, _ in _imports(m) if t in MODULES and t != m} for m in MODULES}
+#: Who imports whom when the package runs.  An import only type checkers run ties no two
+#: modules at run time, so it makes no cycle (``Fitness`` names ``Problem``, which builds
+#: it); the stage rules below still read it.
+GRAPH = {m: {t for t, _, _ in _imports(m, runtime=True) if t in MODULES and t != m}
+         for m in MODULES}
 
 
 def _stage(module: str) -> str:
@@ -112,6 +126,10 @@ def test_the_parser_sees_the_package():
             "constropt.backend._devices", "constropt.problem._scipy"} <= set(MODULES)
     # a known function-level import is found
     assert "constropt.problem._fitness" in GRAPH["constropt.problem._problem"]
+    # a type checker's import is seen, and kept out of the run-time graph
+    fitness = "constropt.problem._fitness"
+    assert "constropt.problem._problem" in {t for t, _, _ in _imports(fitness)}
+    assert "constropt.problem._problem" not in GRAPH[fitness]
     assert all(_stage(m) in RANK for m in MODULES), "a new stage needs a rank here"
 
 
