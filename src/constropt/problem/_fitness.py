@@ -51,8 +51,7 @@ import numpy as np
 from .._errors import DeviceError, OptionError, ProblemError
 from ..backend._compile import compiled, expected_compile_seconds
 from ..backend._devices import resolve_device
-from ._adapters import constraint_plan, signed_constraints
-from ._fitness_numpy import numpy_functions
+from ._fitness_adapter import adapter as _adapter
 from ._fitness_words import eligible, unpack, words, words_adapter
 
 if TYPE_CHECKING:  # _problem imports this module
@@ -92,76 +91,12 @@ try:  # NumPy >= 2: set errstate's context variable directly (np.errstate costs 
 except (ImportError, AttributeError):  # pragma: no cover - NumPy 1.x
     _ERRORS = _IGNORE_ALL = None
 
-_ADAPTERS: dict = {}  # (source, kind, layout, n, backend, dtype, plan) -> adapter
 _COMPILED_INPUTS: set = set()  # what has been compiled (or warned about) in this process
 
 
 class CompileWarning(UserWarning):
     """A fitness function is about to run ``torch.compile`` (once per process and input
     type): the call takes seconds, later calls reuse the kernel."""
-
-
-def _adapter(problem, kind: str, layout: str, backend: str, dtype: str | None = None):
-    """The function of ``(population, P, eq_tol, weight)`` for ``backend`` ("numpy", for
-    the working ``dtype``, or "torch"): the layout view and the generated code in one
-    body, with no array in its closure (so one compiled adapter serves every problem with
-    this generated source)."""
-    n, plan = problem.n, constraint_plan(problem) if kind == "constraints" else None
-    key = (problem.source, kind, layout, n, backend, dtype, plan)
-    hit = _ADAPTERS.get(key)
-    if hit is not None:
-        return hit
-    fns = numpy_functions(problem, dtype) if backend == "numpy" else \
-        problem.lowering.functions(backend)
-    death, fitness, leaves = fns["death"], fns["fitness"], fns["leaves"]
-    rows = layout == "rows"
-    if backend == "numpy":
-        xp, inf = np, math.inf
-
-        def view(pop):
-            return pop.T if rows else pop
-
-        def no_nan(r):
-            return np.fmin(r, inf)  # NaN -> inf in one pass
-    else:
-        import torch as xp
-
-        def view(pop):  # a static stride n: inductor vectorizes the strided reads
-            return pop.reshape(-1, n).T if rows else pop.reshape(n, -1)
-
-        def no_nan(r):
-            return r.nan_to_num(nan=math.inf, posinf=math.inf)
-
-    if kind == "death" and backend == "numpy" and rows:  # the common small call: lean
-        def adapter(pop, P, tol, weight):
-            return death(pop.T, P, tol)
-    elif kind == "death" and backend == "torch":
-        def adapter(pop, P, tol, weight):
-            if P.dtype == xp.float64:
-                # inductor's float64 code converts every AND of two masks to int32 and
-                # back: select on "total violation == 0" instead, the same feasibility
-                # in one mask
-                f, cv = fitness(view(pop), P, tol)
-                return xp.where(cv == 0, f, math.inf)
-            return death(view(pop), P, tol)
-    elif kind == "death":
-        def adapter(pop, P, tol, weight):
-            return death(view(pop), P, tol)
-    elif kind == "penalty":
-        def adapter(pop, P, tol, weight):
-            f, cv = fitness(view(pop), P, tol)
-            return no_nan(f + weight * cv)  # inf - inf: still inf
-    elif kind == "split":
-        def adapter(pop, P, tol, weight):
-            return fitness(view(pop), P, tol)
-    else:
-        def adapter(pop, P, tol, weight):
-            _, C = leaves(view(pop), P)
-            return signed_constraints(C, plan, tol, xp, axis=-1 if rows else 0)
-
-    adapter.__name__ = adapter.__qualname__ = f"{kind}_{layout}"
-    _ADAPTERS[key] = adapter
-    return adapter
 
 
 _NAMES = ("float32", "float64")
