@@ -248,6 +248,11 @@ class Graph:
         return rule(self, e)
 
     def _number(self, e) -> int:
+        if e.is_Rational or e.is_Float:  # the common constants: one correct rounding,
+            try:  # without evalf's 30 digits (sympy's slowest step on linear rows)
+                return self.const(float(e))
+            except OverflowError:  # beyond float64: as evalf's route rounds it below
+                pass
         if e.has(sp.zoo, sp.nan):
             return self.node("nan")
         try:
