@@ -17,6 +17,7 @@ import sympy as sp
 
 import constropt
 from constropt import DeviceError, OptionError, ProblemError
+from constropt.backend._rowloads import INDUCTOR_OPTION
 
 torch = pytest.importorskip("torch")
 
@@ -324,7 +325,8 @@ def test_float32_rows_compile_as_row_vectors_answers(blog2, spy, monkeypatch, re
     shape, _, options = spy[-1]
     if reads == "avx2":
         assert shape == (S, 3)
-        assert options == {"cpp.enable_tiling_heuristics": False, "cpp.simdlen": 256}
+        assert options == {"cpp.enable_tiling_heuristics": False, "cpp.simdlen": 256,
+                           **INDUCTOR_OPTION}
     else:
         assert shape == (S // 2, 3)  # pairs of rows as int64 words
         assert options == {"cpp.enable_tiling_heuristics": False}

@@ -28,7 +28,9 @@ compile with 256-bit (AVX2) vectors where inductor would pick 512-bit ones
 (:func:`row_vectors`): AVX-512's compare masks live in mask registers, which inductor's
 code converts to vectors and back for every ``&`` of two conditions and every gathered
 lane, about as much work again as the fitness itself; with AVX2 a compare gives a vector
-mask directly.  Elsewhere (no AVX2) they are read as int64 words, two genes per load
+mask directly; for an odd number of genes their strided loads are rewritten as
+whole-vector loads and shuffles (:mod:`constropt.backend._rowloads`, the same bits, the
+rows contiguous first).  Elsewhere (no AVX2) they are read as int64 words, two genes per load
 (:mod:`._fitness_words`).  The NumPy path copies a row-major
 population of a few genes (from :data:`CONTIGUOUS_MIN` individuals on) to contiguous
 columns first and runs the generated code with
@@ -51,6 +53,7 @@ import numpy as np
 from .._errors import DeviceError, OptionError, ProblemError
 from ..backend._compile import compiled, expected_compile_seconds
 from ..backend._devices import resolve_device
+from ..backend._rowloads import INDUCTOR_OPTION, deinterleaved
 from ._fitness_adapter import adapter as _adapter
 from ._fitness_words import eligible, unpack, words, words_adapter
 
@@ -308,6 +311,8 @@ class Fitness:
                 if self._reads is None:
                     self._reads = row_vectors()
                 reads = self._reads
+                if reads == "avx2":  # the whole rows of 8 genes read as vectors
+                    pop = pop.contiguous()
                 if reads == "words":  # float32 rows as int64 words
                     W = words(pop, self._n)
                     pop, reads = (pop, "") if W is None else (W, reads)
@@ -349,11 +354,15 @@ class Fitness:
             options = {"cpp.enable_tiling_heuristics": False} if self._rows else None
             if reads == "avx2":
                 options["cpp.simdlen"] = 256  # this compile only; inductor picks AVX2
+                options.update(INDUCTOR_OPTION)
             fn = words_adapter(self.problem, self.kind) if reads == "words" else self._eager
-            hit = self._compiled[serial, reads] = compiled(
+            hit = compiled(
                 fn, (self.problem.source, "public fitness", self.kind, self.layout,
                      self.problem.n, "serial" if serial else "", reads),
                 options=options)
+            if reads == "avx2":  # its genes read as whole vectors (backend/_rowloads.py)
+                hit = deinterleaved(hit, self.problem.n)
+            self._compiled[serial, reads] = hit
         return hit
 
     # -- the call ----------------------------------------------------------------------
