@@ -221,8 +221,11 @@ def page_table(results: str) -> str:
 
     for i in PAGE_ORDER:
         k, what, points, _path, hand, fit, ratio, target, met, _agree = rows[i]
-        if k == "1":
-            call = f"example 1, int8 {points} x 1,000, one thread"
+        if k == "1":  # "torch int8 (900,000, 1000), 2 threads": the run's thread count
+            threads = re.search(r"(\d+) threads?$", what)
+            n_thr = int(threads.group(1)) if threads else 1
+            call = (f"example 1, int8 {points} x 1,000, "
+                    f"{'one thread' if n_thr == 1 else f'{n_thr} threads'}")
             goal = "within 1.1x"
         elif what.startswith("torch"):
             call = f"example {k}, torch float32 `(S, 3)`, one thread, {points}"
