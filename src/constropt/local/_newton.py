@@ -52,6 +52,8 @@ def evaluators(problem):
         with np.errstate(all="ignore"):
             f, C = leaves(X, P)
         k = X.shape[1]  # a constant objective may come back as one value; no leaves: (0, k)
+        if _batched(f, (k,)) and _batched(C, (L, k)):  # the common case: as they are
+            return sign * f, C
         f = np.broadcast_to(np.asarray(f, float).reshape(-1), (k,))
         C = np.asarray(C, float).reshape(L, k) if L else np.zeros((0, k))
         return sign * f, C
@@ -60,12 +62,21 @@ def evaluators(problem):
         with np.errstate(all="ignore"):
             g, J = deriv(X, P)
         k = X.shape[1]  # derivatives constant in x may come back unbatched
+        if _batched(g, (N, k)) and _batched(J, (L, N, k)) and L and J.flags.writeable \
+                and J.flags.c_contiguous:  # a fresh array of the call: the caller's own
+            return sign * g, J
         g = np.broadcast_to(np.asarray(g, float).reshape(N, -1), (N, k))
         J = np.array(np.broadcast_to(np.asarray(J, float).reshape(L, N, -1), (L, N, k))) if L else \
             np.zeros((0, N, k))
         return sign * g, J
 
     return vals, ders
+
+
+def _batched(a, shape) -> bool:
+    """Whether ``a`` is a float64 array of ``shape`` (what the generated code returns for
+    a batch of points), which the evaluators pass on without a conversion."""
+    return type(a) is np.ndarray and a.shape == shape and a.dtype == np.float64
 
 
 def polish_batch(problem, X0: np.ndarray, M: np.ndarray, left=None, *, margin=0.0,
