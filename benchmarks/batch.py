@@ -289,7 +289,8 @@ def shard_section(sh, B, R) -> list:
     shares = ", ".join(f"{g['solve_cpu'] / one['solve_cpu']:.2f}" for g in two)
     import os
 
-    busy = sh["two"]["load"] + 2 > (os.cpu_count() or 1)  # fewer than two free cores
+    # fewer than two free cores: other work kept more than half a core busy beyond them
+    busy = sh["two"]["load"] > (os.cpu_count() or 1) - 2 + 0.5
     lines += [
         "", f"Two ranks / one process, wall: {wall2 / one['wall']:.2f}x"
         f"{' (fewer than two free cores: the ranks did not run side by side)' if busy else ''}"
