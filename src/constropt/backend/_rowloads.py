@@ -2,17 +2,19 @@
 
 A population of ``S`` rows of ``n`` float32 genes, ``(S, n)`` contiguous, puts gene
 ``c`` of row ``i`` at ``n i + c``.  Inductor reads such a strided gene into a vector of
-8 lanes one float at a time (an insert per lane, about 11 shuffles per gene and 8 rows,
-all on one execution port), which made the rows kernel of the blog's example 2 shuffle-bound:
-about twice the time of the same kernel over ``(n, S)`` columns.
+8 lanes one float at a time (a scalar load and an insert per lane), which made the rows
+kernel of the blog's example 2 take 1.5-2x the time of the same kernel over ``(n, S)``
+columns.
 
-For an odd ``n`` the 8 rows ``x0 .. x0+7`` are the ``8 n`` floats from ``n x0``, ``n``
-whole vectors, and the lanes of gene ``c`` lie at positions ``n j + c`` (``j < 8``),
-whose residues mod 8 are all different (``n`` is prime to 8).  So one blend per vector
-puts each lane's float in the lane of its residue and one ``vpermps`` puts them in row
-order: ``n - 1`` blends and one permute per gene, every load a whole vector inside
-the 8 rows (the reads never leave them).  The values are the same floats, so
-the kernel's results are the same bits (``tests/problem/test_fitness_paths.py``).
+For an odd ``n`` the 8 rows ``x0 .. x0+7`` are the ``8 n`` floats from ``n x0``: rows
+0-3 are the first ``4 n``, rows 4-7 the next, and both are read in 4-float chunks into
+the low and the high halves of 256-bit vectors.  In a half, lane ``j`` wants the float
+at ``n j + c``, and those four positions have four different residues mod 4 (``n`` is
+odd), so one blend per chunk puts each float in the lane of its residue and one in-half
+permute puts them in row order (:func:`_odd`); for 3 genes, five in-half shuffles give
+the three genes (:func:`_three`, the fastest of the schemes measured on 3 genes).  Every
+read lies inside the 8 rows.  The values are the same floats, so the kernel's results
+are the same bits (``tests/backend/test_rowloads.py``).
 
 How: :func:`deinterleaved` wraps a compiled adapter; while it runs (and so while Dynamo
 and inductor compile it, in this thread: a context variable), inductor's vectorized
@@ -91,8 +93,9 @@ def _install() -> None:
 
 
 def _vector_load(self, name, index, genes):
-    """The load of gene ``c`` of 8 rows as blends and one permute of whole vectors, or
-    None where it does not apply (then inductor's own load)."""
+    """The load of gene ``c`` of 8 rows from 4-float chunks and in-half shuffles
+    (:func:`_three`, :func:`_odd`), or None where it does not apply (then inductor's own
+    load)."""
     import sympy
     import torch
     from torch._inductor.codegen.cpp_utils import cexpr_index
