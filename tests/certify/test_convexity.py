@@ -10,7 +10,7 @@ import pytest
 import sympy as sp
 
 from constropt import Problem
-from constropt.certify._convexity import exact_psd, prove_convex
+from constropt.certify._convexity import exact_psd, prove_convex, prove_convex_for_all
 
 x, y, z = sp.symbols("x y z")
 BOX = {x: (-3, 3), y: (-3, 3), z: (-3, 3)}
@@ -70,6 +70,31 @@ def test_parameters_take_their_values():
     a = sp.Symbol("a")
     assert _convex(a * x**2 + y**2, [x + y >= 1], parameters={a: 2.0}).convex
     assert not _convex(a * x**2 + y**2, [x + y >= 1], parameters={a: -2.0}).convex
+
+
+r = sp.Symbol("r")
+
+
+MOVES = "its curvature depends on a parameter"
+
+
+@pytest.mark.parametrize("obj, cons, why", [
+    (x + 2 * y, [(x - 1)**2 + (y + 1)**2 <= r**2], None),      # a parameter in a constant
+    ((x - r)**2 + y**2, [x + y >= 1], None),                    # ... and a linear term
+    (x**2 + sp.sin(r) * y, [x**2 + y**2 <= r**2], None),        # any function of it
+    (r * x**2 + y**2, [x + y >= 1], MOVES),                     # convex only where r >= 0
+    (x + y, [sp.Abs(x - r) + y**2 <= 1], MOVES),                # a kink that moves
+    (sp.exp(r * x) + y, [x + y >= 1], MOVES),
+    (x * y + r, [x + y >= 1], "quadratic part is not convex"),  # not convex at any r
+])
+def test_convex_for_every_parameter_value(obj, cons, why):
+    # proven at the first column only where the parameters cannot change a curvature:
+    # r * x**2 is convex at r = 2 (the first column) but not at r = -1
+    p = Problem(obj, cons, bounds={x: (-3, 3), y: (-3, 3)}, parameters={r: 1.0})
+    got = prove_convex_for_all(p, np.array([[2.0, -1.0, 0.5]]))
+    assert got.convex is (why is None), got.why
+    assert why is None or why in got.why
+    assert prove_convex_for_all(p, np.array([[2.0]])) is got  # cached per lowering and box
 
 
 def test_exact_psd_is_exact():

@@ -49,6 +49,47 @@ def test_local_first_answers_a_smooth_sweep_without_a_global_search():
         assert (res.x_array[0] - 1) ** 2 + (res.x_array[1] + 1) ** 2 <= rad**2
 
 
+def test_a_sweep_proven_convex_stops_each_anchor_at_its_first_converged_start():
+    # the disc is convex at every radius: an anchor's starts stop once one converges,
+    # and that one, tested, answers it
+    p = parameter_box(_disc(), np.array([[0.5, 5.0]]))
+    M = np.linspace(0.5, 5.0, 6)[None]
+    T = lf.STARTS
+    X0 = np.repeat(np.array([[0.0, 4.0, -4.0, 9.0], [0.0, 4.0, 3.0, -9.0]]), 6, axis=1)
+    X, conv, its = _interior.interior_point(p, X0, np.tile(M, (1, T)), first_of=6)
+    won = conv.reshape(T, 6)
+    assert won.any(axis=0).all()
+    j = np.argmax(won, axis=0)
+    its = its.reshape(T, 6)
+    # the others stopped in the iteration that found the first converged (which does
+    # not count that one: it takes no step)
+    assert (its.max(axis=0) <= its[j, np.arange(6)] + 1).all()
+    assert (~won).any()  # some start was stopped unconverged
+    f = X[0] + 2 * X[1]
+    np.testing.assert_allclose(f.reshape(T, 6)[j, np.arange(6)], _exact(M[0]), atol=1e-8)
+    br = constropt.solve_batch(_disc(), {r: M[0]}, seed=0)
+    assert all("proven convex for every instance" in res.message for res in br)
+    np.testing.assert_allclose(br.fun, _exact(M[0]), atol=1e-8)
+
+
+def test_a_curvature_that_changes_sign_along_the_sweep_is_not_taken_as_convex():
+    # a x**2 is convex for a >= 0 only: the first instance's convexity says nothing of
+    # the others, so every start must pass and agree, and the concave instances' two
+    # box ends (x = -2 or x = 1.5, whichever is lower) are found
+    a = sp.Symbol("a")
+    p = constropt.Problem(a * x**2 + 0.1 * x + y, [x + y >= -1, y <= 1],
+                          bounds={x: (-2, 1.5), y: (-1, 1)}, parameters={a: 1.0})
+    avals = np.linspace(1.0, -1.0, 12)
+    br = constropt.solve_batch(p, {a: avals}, seed=0)
+    assert not any("proven convex" in res.message for res in br)
+    grid = np.linspace(-2, 1.5, 350001)  # spacing 1e-5: error ~1e-10 near a minimum
+    # y is pushed down to max(-1, -1 - x): the lower of the two bounds binds
+    best = np.array([np.min(aa * grid**2 + 0.1 * grid + np.maximum(-1.0, -1.0 - grid))
+                     for aa in avals])
+    assert br.success.all()
+    np.testing.assert_allclose(br.fun, best, atol=1e-6)
+
+
 def test_local_first_agrees_with_the_global_search_on_blog2():
     f = x**2 + 2 * y**2 + 3 * z**2 + 4 * x * y - 5 * y * z
     cons = [x >= 1, y > 3, y <= 7, z < 0, x + y + z >= 3, x**2 + z**2 <= r**2]

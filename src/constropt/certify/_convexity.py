@@ -28,6 +28,7 @@ whose Hessian is indefinite) is "not proven", with the first reason found.
 from __future__ import annotations
 
 import math
+import weakref
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -40,7 +41,8 @@ from ..lowering._interval_model import graph_gradient
 from ..lowering._rt_interval import down, up
 from ..problem._scipy import conjunctive_leaves
 
-__all__ = ["Convexity", "prove_convex", "exact_psd", "gershgorin_psd", "INTERVAL_MAX"]
+__all__ = ["Convexity", "prove_convex", "prove_convex_for_all", "exact_psd", "gershgorin_psd",
+           "INTERVAL_MAX"]
 
 #: Interval Hessians of non-polynomial terms on problems of at most this many variables
 #: (the Hessian of a term over its k variables has k**2 nodes).
@@ -94,6 +96,46 @@ def prove_convex(problem, pvec) -> Convexity:
             return Convexity(False, f"{_name(k, leaves)}: the term {term} is not proven "
                                     "convex on the box")
     return Convexity(True, "objective and constraints proven convex on the box")
+
+
+_FOR_ALL: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # lowering -> {box: proof}
+
+
+def prove_convex_for_all(problem, M: np.ndarray) -> Convexity:
+    """Whether ``problem`` is proven convex on its box for every parameter column of
+    ``M`` (n_p, B): the parameters move each function only by an affine function of the
+    variables, and the problem is proven convex (:func:`prove_convex`) at ``M[:, 0]``.
+
+    The first part: every term of the top-level sum of the objective and of each leaf
+    that holds a parameter has second derivatives in the variables (sympy, exact) free
+    of the parameters.  Then ``f(x; p) - f(x; p0)`` has a zero Hessian on the box, so it
+    is affine there, and convexity at ``p0`` is convexity at every ``p`` (``(x - r)**2``
+    and ``x**2 - r**2`` pass; ``r * x**2``, ``Abs(x - r)`` or ``exp(r * x)`` do not).
+    Cached per lowering and box: a parametric sweep asks once."""
+    box = (problem.lower.tobytes(), problem.upper.tobytes(), bool(problem.maximize))
+    seen = _FOR_ALL.setdefault(problem.lowering, {})
+    if box not in seen:
+        seen[box] = _for_all(problem, M)
+    return seen[box]
+
+
+def _for_all(problem, M) -> Convexity:
+    params = set(problem.layout.parameters)
+    variables = {b.symbol for b in problem.layout.blocks}
+    pieces = [(None, problem.objective)] + [(k, lf.expr) for k, lf in enumerate(problem.leaves)]
+    for k, expr in pieces:
+        for t in sp.Add.make_args(sp.sympify(expr)):
+            if not (t.free_symbols & params):
+                continue
+            vs = sorted(t.free_symbols & variables, key=str)
+            for i, a in enumerate(vs):
+                for b in vs[i:]:
+                    d = sp.diff(t, a, b)
+                    if d.free_symbols & params or d.has(sp.Derivative):
+                        return Convexity(False, f"{_name(k, problem.leaves)}: its curvature "
+                                                f"depends on a parameter (in {t})")
+    return prove_convex(problem, np.asarray(M, dtype=np.float64).reshape(len(params), -1)[:, 0]
+                        if params else np.zeros(0))
 
 
 def _name(k, leaves) -> str:

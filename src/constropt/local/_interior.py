@@ -97,12 +97,19 @@ def _hessian(ders, x, P, lam, rows, h_rel=1e-6):
     return np.nan_to_num(H, nan=0.0, posinf=0.0, neginf=0.0)
 
 
-def interior_point(problem, X0: np.ndarray, M: np.ndarray, iters: int = IPM_ITERS):
+def interior_point(problem, X0: np.ndarray, M: np.ndarray, iters: int = IPM_ITERS,
+                   first_of: int | None = None):
     """A batched primal-dual interior-point method from ``X0`` (N, k), parameters ``M``
     (n_p, k): ``min f`` subject to the inequality leaves and the box, slacks ``s > 0``,
     multipliers ``z > 0``, Mehrotra's predictor-corrector, steps kept inside by the
-    fraction-to-the-boundary rule and no longer than :data:`STEP_CAP`.  Returns
-    ``(X (N, k), converged (k,), iterations (k,))``; points are clipped to the box."""
+    fraction-to-the-boundary rule and no longer than :data:`STEP_CAP`.  ``first_of``
+    (A), for a problem proven convex: the columns are ``k / A`` starts of ``A``
+    instances (column ``t A + a``: start ``t`` of instance ``a``), an instance's starts
+    stop once one has converged (any KKT point answers it), and the Lagrangian's
+    Hessian is taken as positive semidefinite (no eigenvalues: Mehrotra's steps
+    throughout, the system shifted by ``1e-9`` of its Hessian's largest entry, the error
+    of its differences).  Returns ``(X (N, k), converged (k,),
+    iterations (k,))``; points are clipped to the box."""
     vals, ders = evaluators(problem)
     N, k = X0.shape
     rows = np.array(conjunctive_leaves(problem), dtype=np.int64)
@@ -119,11 +126,12 @@ def interior_point(problem, X0: np.ndarray, M: np.ndarray, iters: int = IPM_ITER
     its = np.zeros(k, dtype=np.int64)
     with np.errstate(all="ignore"):
         _ipm_loop(vals, ders, M, iters, rows, lo, hi, x, s, z, running, conv, its,
-                  np.ones(k, dtype=bool))
+                  np.ones(k, dtype=bool), first_of)
     return x, conv, its
 
 
-def _ipm_loop(vals, ders, M, iters, rows, lo, hi, x, s, z, running, conv, its, convex):
+def _ipm_loop(vals, ders, M, iters, rows, lo, hi, x, s, z, running, conv, its, convex,
+              first_of=None):
     """The iterations of :func:`interior_point`, updating its arrays in place.
 
     Mehrotra's predictor-corrector: the affine step (no barrier) predicts how far the
@@ -173,7 +181,9 @@ def _ipm_loop(vals, ders, M, iters, rows, lo, hi, x, s, z, running, conv, its, c
         # start (its curvature is what the affine prediction extrapolates); the others,
         # from then on, lower the barrier tenfold per iteration, with no step cap
         pc = convex if whole else convex[b]
-        if pc.any():
+        if first_of is not None:  # proven convex: H is PSD up to its differences' error
+            hmin = -1e-9 * (1.0 + np.abs(H).max(axis=(1, 2)))
+        elif pc.any():
             hmin = np.linalg.eigvalsh(H)[:, 0]
             pc &= hmin >= -1e-9 * (1.0 + np.abs(H).max(axis=(1, 2)))
             if whole:
@@ -222,7 +232,13 @@ def _ipm_loop(vals, ders, M, iters, rows, lo, hi, x, s, z, running, conv, its, c
         its[b[step_ok]] += 1
         running[b[~step_ok]] = False
         nc = np.count_nonzero(conv)
-        if 2 * nc >= k:  # a start far slower than most is left to the others
+        if first_of is None:
+            half = 2 * nc >= k
+        else:  # an instance one start has answered stops its others
+            won = conv.reshape(-1, first_of).any(axis=0)
+            running &= ~np.tile(won, k // first_of)
+            half = 2 * np.count_nonzero(won) >= first_of
+        if half:  # a start far slower than most is left to the others
             srt = np.sort(its[conv])  # the median (np.median costs ~20 operations)
             running &= its <= srt[(nc - 1) // 2] + srt[nc // 2] + 4
 

@@ -17,7 +17,11 @@ parameters and keeps its active set between breakpoints.  So before any global s
    point (stationary, multipliers of the right sign, bound-held genes pushed the right
    way) with a reduced Hessian that is not negative (second order).  An anchor is
    answered when every start passes and all agree on the objective; another instance
-   when both of its warm starts pass and agree.
+   when both of its warm starts pass and agree.  On a problem proven convex for every
+   instance (:func:`constropt.certify._convexity.prove_convex_for_all`: the parameters
+   move the functions only by affine terms, so one proof covers the sweep) every KKT
+   point is a global minimizer: an anchor's starts stop once one has converged, and
+   that one passing the test answers it.
 
 The instances left (answers that disagree, fail, or cannot be verified) go to the global
 search; every answer then takes the exact check and the status rules of every mode
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..certify._convexity import prove_convex_for_all
 from ..local._interior import _settle, interior_point, kkt_test
 from ..local._newton import evals_per_iteration
 
@@ -72,10 +77,12 @@ def solve_anchors(problem, M: np.ndarray, seed: int):
                                   for _ in range(STARTS - 1)]
     X0 = np.repeat(np.stack(starts, axis=1), A, axis=1)                         # (N, T A)
     MM = np.tile(M, (1, STARTS))
+    cost = evals_per_iteration(problem)
+    if prove_convex_for_all(problem, M).convex:
+        return _convex_anchors(problem, X0, MM, A, cost)
     x, _, its = interior_point(problem, X0, MM)
     x, f, V, feas, used = _settle(problem, x, MM, keep_feasible=True)
     ok, act = kkt_test(problem, x, MM)
-    cost = evals_per_iteration(problem)
     used = used + its * cost + 2 + cost
     ok &= feas
     sgn = -1.0 if problem.maximize else 1.0
@@ -91,6 +98,21 @@ def solve_anchors(problem, M: np.ndarray, seed: int):
     pick = j * A + np.arange(A)
     return (good, x[:, pick], f[pick], V[:, pick], act[:, pick],
             used.reshape(STARTS, A).sum(axis=0))
+
+
+def _convex_anchors(problem, X0, MM, A, cost):
+    """:func:`solve_anchors` on a problem proven convex for every instance
+    (:func:`prove_convex_for_all`): every KKT point is a global minimizer, so an anchor's
+    starts stop once one has converged, and that start (the box centre's where none
+    did) is settled and tested alone; it answers the anchor if it passes."""
+    x, conv, its = interior_point(problem, X0, MM, first_of=A)
+    won = conv.reshape(STARTS, A)
+    j = np.where(won.any(axis=0), np.argmax(won, axis=0), 0)
+    pick = j * A + np.arange(A)
+    x, f, V, feas, used = _settle(problem, x[:, pick], MM[:, pick], keep_feasible=True)
+    ok, act = kkt_test(problem, x, MM[:, pick])
+    used = used + its.reshape(STARTS, A).sum(axis=0) * cost + 2 + cost
+    return ok & feas, x, f, V, act, used
 
 
 def warm_solve(problem, M, X_left, act_left, X_right, act_right):
@@ -129,7 +151,9 @@ def local_answers(problem, M: np.ndarray, seed: int, solve_global):
     how = np.empty(B, dtype=object)
     answered[anc[ok_a]] = True
     x[:, anc], f[anc], V[:, anc], used[anc] = xa, fa, Va, used_a
-    how[anc] = "interior-point solves from several starts that agree"
+    how[anc] = ("an interior-point solve on a problem proven convex for every instance"
+                if prove_convex_for_all(problem, M).convex else
+                "interior-point solves from several starts that agree")
     src_x, src_act, src_ok = xa.copy(), acta.copy(), ok_a.copy()
     if not ok_a.all():  # anchors the local solves could not answer: the global search
         bad = np.flatnonzero(~ok_a)
