@@ -5,6 +5,7 @@ from __future__ import annotations
 import pickle
 
 import numpy as np
+import pytest
 import sympy as sp
 
 import constropt
@@ -91,3 +92,33 @@ def test_arrays_of_one_shape_come_back_as_they_went():
         for a, b in zip(back, arrs):
             assert a.shape == b.shape and a.dtype == b.dtype
             np.testing.assert_array_equal(a, b)
+
+
+def test_sharded_results_build_another_ranks_results_on_first_access():
+    from constropt.parallel._columns import field_array
+    from constropt.parallel._shard import ShardedResults
+
+    x, y, r = sp.symbols("x y r")
+    p = constropt.Problem(x + 2 * y, [(x - 1)**2 + (y + 1)**2 <= r**2],
+                          bounds={x: (-10, 10), y: (-10, 10)}, parameters={r: 1.0})
+    br = constropt.solve_batch(p, {r: np.linspace(0.5, 5.0, 12)}, seed=0)
+    own, other = np.arange(0, 12, 2), np.arange(1, 12, 2)  # two ranks' interleaved shares
+    packed = pickle.loads(pickle.dumps(pack([br[i] for i in other])))
+    np.testing.assert_array_equal(field_array(packed, "x_array"), br.x[other])
+    np.testing.assert_array_equal(field_array(packed, "fun"), br.fun[other])
+    assert field_array(packed, "success").dtype == bool
+    res = ShardedResults(12, p)
+    res._place(own, [br[i] for i in own])
+    res._defer(other, packed)
+    assert len(res) == 12 and (res._owner[other] == 0).all() and (res._owner[own] == -1).all()
+    assert res[4] is br[4]  # its own: as they were, nothing rebuilt
+    assert res._parts[0] is not None
+    got = res[-1]  # the other share's last: all of that share rebuilt at once
+    assert res._parts[0] is None and (res._owner == -1).all()
+    assert got is res[11] and got.problem is p
+    for a, b in zip(res, br):
+        _fields_equal(a, b)
+    assert [q.fun for q in res[1:4]] == [br[i].fun for i in (1, 2, 3)]
+    assert res == tuple(res) and type(pickle.loads(pickle.dumps(res))) is tuple
+    with pytest.raises(IndexError):
+        res[12]

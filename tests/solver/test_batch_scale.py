@@ -134,6 +134,21 @@ def test_interior_point_converges_from_outside_the_feasible_set():
     np.testing.assert_allclose(f, _exact(np.array([0.5, 3.0])), atol=1e-8)
 
 
+def test_the_garbage_collector_is_left_as_it_was():
+    import gc
+
+    radii = np.linspace(0.5, 5.0, 8)
+    assert gc.isenabled()
+    constropt.solve_batch(_disc(), {r: radii}, seed=0)
+    assert gc.isenabled()  # paused only while the Results were built
+    gc.disable()
+    try:
+        constropt.solve_batch(_disc(), {r: radii}, seed=0)
+        assert not gc.isenabled()  # a caller's own pause is kept
+    finally:
+        gc.enable()
+
+
 def test_local_first_option_errors():
     p = _disc()
     with pytest.raises(OptionError, match="local_first must be"):
@@ -175,7 +190,17 @@ SHARD_SCRIPT = textwrap.dedent("""
                           bounds={x: (-10, 10), y: (-10, 10)}, parameters={r: 1.0})
     radii = np.linspace(0.5, 5.0, int(sys.argv[2]))
     br = constropt.solve_batch(p, {r: radii}, seed=0)
-    out = {"fun": br.fun.tolist(), "status": [s.status.name for s in br],
+    deferred = int((br.results._owner >= 0).sum())  # the other rank's: not built yet
+    arrays = (br.x.copy(), br.fun.copy(), br.feasible.copy(), br.success.copy())
+    first = br[len(br) - 1 - int(os.environ["RANK"])]  # one of the other rank's
+    import pickle
+    again = pickle.loads(pickle.dumps(br.results))
+    out = {"deferred": deferred, "tuple": type(again).__name__, "equal": [(s.fun, s.message) for s in again] == [(s.fun, s.message) for s in br],
+           "arrays": all(np.array_equal(a, b, equal_nan=True) for a, b in zip(arrays, (
+               np.stack([s.x_array for s in br]), np.array([s.fun for s in br]),
+               np.array([s.feasible for s in br]), np.array([s.success for s in br])))),
+           "first": first is br.results[-1 - int(os.environ["RANK"])],
+           "fun": br.fun.tolist(), "status": [s.status.name for s in br],
            "params": br.parameters[r].tolist(), "rank": int(os.environ["RANK"]),
            "solved": solved, "nfev": [s.nfev for s in br], "x": br.x.tolist(),
            "messages": [s.message for s in br], "timings": dict(br.timings),
@@ -198,6 +223,10 @@ def test_two_gloo_ranks_give_the_one_process_answers(tmp_path):
     for rank in (0, 1):  # every rank returns the whole batch, in instance order
         got = json.loads((tmp_path / f"out.{rank}").read_text())
         assert got["solved"] == [B // 2]  # its share only
+        # the other rank's Results are built from its columns on first access; the
+        # arrays come from the columns and equal the Results' fields
+        assert got["deferred"] == B // 2 and got["arrays"] and got["first"]
+        assert got["tuple"] == "tuple" and got["equal"]
         np.testing.assert_array_equal(got["params"], radii)
         # 1e-8: an instance's answer may land on the circle or 1e-9 inside it, depending
         # on which anchors its shard has

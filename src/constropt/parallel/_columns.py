@@ -22,7 +22,7 @@ import numpy as np
 
 from ..finish._result import FrozenDict, Result
 
-__all__ = ["pack", "unpack"]
+__all__ = ["pack", "unpack", "field_array"]
 
 _SIMPLE = (str, int, float, bool, type(None), enum.Enum)
 
@@ -52,6 +52,17 @@ def unpack(packed, **extra) -> list:
     names = [*cols, *extra]
     columns = [_values(c, n) for c in cols.values()] + [[v] * n for v in extra.values()]
     return _build_rows(packed["type"], names, columns)
+
+
+def field_array(packed, name) -> np.ndarray:
+    """One field of :func:`pack`'s Results as an array (``(n, ...)``), without
+    rebuilding them: a stacked or numeric column as it was sent."""
+    col, n = packed["cols"][name], packed["n"]
+    if col[0] == "stack":
+        return col[1]
+    if col[0] == "numbers":
+        return col[2]
+    return np.array(_values(col, n))
 
 
 def _build_rows(cls, names, columns) -> list:
@@ -118,6 +129,10 @@ def _column(vals):
             frozen = type(v0) is FrozenDict
             if frozen:  # their dicts: the Mapping protocol is slow
                 vals = [v._data for v in vals]
+                # equal read-only mappings of plain values (a batch's timings shares):
+                # one, shared by every Result, as the sender's could have been
+                if all(map(_simple, vals[0].values())) and vals.count(vals[0]) == len(vals):
+                    return ("same", v0)
             keys = tuple(vals[0])
             if all(tuple(v) == keys for v in vals):
                 cols = _transpose(vals, keys, itemgetter) if keys else []

@@ -16,18 +16,19 @@ from __future__ import annotations
 import functools
 import os
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from .._errors import OptionError
-from ..solver._batch import BatchResult, _param_matrix, stacked_x
+from ..solver._batch import BatchResult, _bulk, _param_matrix
 from ..solver._batch import solve_batch as _solve_one
 from ..solver._localfirst import order_of
-from ._columns import pack, unpack
+from ._columns import field_array, pack, unpack
 from ._group import _init_group, _island_device
 
-__all__ = ["solve_batch", "shards"]
+__all__ = ["solve_batch", "shards", "ShardedResults"]
 
 
 def shards(M: np.ndarray, world: int) -> list:
@@ -90,7 +91,8 @@ def solve_batch(problem, parameters, *, shard: Any = "auto", timeout: float = 18
             syms = list(problem.layout.parameters)
             own = _solve_one(problem, {s: M[k, part] for k, s in enumerate(syms)}, **kwargs)
             t_solved = time.perf_counter()
-            mine = (part, pack(own.results), dict(own.timings))
+            with _bulk():
+                mine = (part, pack(own.results), dict(own.timings))
     except BaseException:
         _drop_group()  # the peers then fail at once instead of waiting for the timeout
         raise
@@ -98,36 +100,112 @@ def solve_batch(problem, parameters, *, shard: Any = "auto", timeout: float = 18
     return _assemble(problem, M, got, grp.rank, own, t_start, t_solved)
 
 
+class ShardedResults(Sequence):
+    """The Results of a sharded batch in instance order: this rank's own, and each other
+    rank's rebuilt from its columns (:func:`._columns.unpack`, the caller's problem
+    attached) the first time one of them is read, all of that rank's at once.  A caller
+    who reads only the BatchResult's arrays (``x``, ``fun``, ``feasible``, ``success``,
+    which come straight from the columns) never pays for building them.  It compares
+    equal to the tuple of its Results, and pickles as that tuple."""
+
+    __slots__ = ("_items", "_owner", "_parts", "_problem")
+
+    def __init__(self, B: int, problem) -> None:
+        self._items: list = [None] * B
+        self._owner = np.full(B, -1, dtype=np.int64)  # the part still to rebuild, or -1
+        self._parts: list = []
+        self._problem = problem
+
+    def _place(self, idx, results) -> None:
+        for b, res in zip(idx.tolist(), results):
+            self._items[b] = res
+
+    def _defer(self, idx, packed) -> None:
+        self._owner[idx] = len(self._parts)
+        self._parts.append((idx, packed))
+
+    def _fill(self, part: int) -> None:
+        idx, packed = self._parts[part]
+        with _bulk():
+            self._place(idx, unpack(packed, problem=self._problem))
+        self._owner[idx] = -1
+        self._parts[part] = None
+
+    def _all(self) -> list:
+        for part, item in enumerate(self._parts):
+            if item is not None:
+                self._fill(part)
+        return self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return tuple(self._all()[i])
+        item = self._items[i]  # an int: IndexError and negative indices as a list's
+        if item is None:
+            self._fill(int(self._owner[i]))
+            item = self._items[i]
+        return item
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, (tuple, ShardedResults)):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # like the BatchResult that holds it
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+    def __reduce__(self):
+        return (tuple, (tuple(self),))
+
+
 def _assemble(problem, M, got, rank, own, t_start, t_solved) -> BatchResult:
     """The whole BatchResult from every rank's ``(instances, packed Results, timings)``
-    (None for a rank without instances): this rank's own Results, the others' rebuilt;
-    every one with the caller's ``problem``.  ``timings``: each part the slowest
-    rank's (the ranks run side by side), ``shard`` the slowest rank's own solve,
-    ``gather`` this rank's time from the end of its solve (packing, waiting for the
-    others, the all-gather, this assembly), ``total`` this rank's wall time."""
-    results: list = [None] * M.shape[1]
+    (None for a rank without instances): this rank's own Results, the others' as
+    columns (:class:`ShardedResults`), every one with the caller's ``problem``; the
+    arrays from this rank's BatchResult and the others' columns.  ``timings``: each
+    part the slowest rank's (the ranks run side by side), ``shard`` the slowest rank's
+    own solve, ``gather`` this rank's time from the end of its solve (packing, waiting
+    for the others, the all-gather, this assembly), ``total`` this rank's wall time."""
+    B = M.shape[1]
+    results = ShardedResults(B, problem)
+    x = np.full((B, problem.n), np.nan)
+    fun = np.full(B, np.nan)
+    feasible, success = np.zeros(B, dtype=bool), np.zeros(B, dtype=bool)
     parts: dict = {}
     slowest = 0.0
     for r, item in enumerate(got):
         if item is None:
             continue
         idx, cols, tim = item
-        res = own.results if r == rank else unpack(cols, problem=problem)
-        for b, res_b in zip(idx.tolist(), res):
-            if res_b.problem is not problem:  # this rank's own: solved on its share's box
-                object.__setattr__(res_b, "problem", problem)
-            results[b] = res_b
+        if r == rank:
+            for res_b in own.results:  # solved on its share's box
+                if res_b.problem is not problem:
+                    object.__setattr__(res_b, "problem", problem)
+            results._place(idx, own.results)
+            x[idx], fun[idx], feasible[idx], success[idx] = (own.x, own.fun, own.feasible,
+                                                             own.success)
+        else:
+            results._defer(idx, cols)
+            x[idx] = field_array(cols, "x_array").reshape(len(idx), -1)
+            fun[idx] = field_array(cols, "fun")
+            feasible[idx], success[idx] = (field_array(cols, "feasible"),
+                                           field_array(cols, "success"))
         for k, v in tim.items():
             parts[k] = max(parts.get(k, 0.0), v)
         slowest = max(slowest, tim["total"])
     end = time.perf_counter()
     parts.update(shard=slowest, gather=end - t_solved, total=end - t_start)
     pdict = {s: M[k].copy() for k, s in enumerate(problem.layout.parameters)}
-    return BatchResult(
-        results=tuple(results), x=stacked_x(results),
-        fun=np.array([r.fun for r in results]),
-        feasible=np.array([r.feasible for r in results]),
-        success=np.array([r.success for r in results]), parameters=pdict, timings=parts)
+    return BatchResult(results=results, x=x, fun=fun, feasible=feasible, success=success,
+                       parameters=pdict, timings=parts)
 
 
 solve_batch.__doc__ = (_solve_one.__doc__ or "") + """
