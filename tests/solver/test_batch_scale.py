@@ -195,7 +195,9 @@ SHARD_SCRIPT = textwrap.dedent("""
     first = br[len(br) - 1 - int(os.environ["RANK"])]  # one of the other rank's
     import pickle
     again = pickle.loads(pickle.dumps(br.results))
-    out = {"deferred": deferred, "tuple": type(again).__name__, "equal": [(s.fun, s.message) for s in again] == [(s.fun, s.message) for s in br],
+    pairs = [(s.fun, s.message) for s in br]
+    out = {"deferred": deferred, "tuple": type(again).__name__,
+           "equal": [(s.fun, s.message) for s in again] == pairs,
            "arrays": all(np.array_equal(a, b, equal_nan=True) for a, b in zip(arrays, (
                np.stack([s.x_array for s in br]), np.array([s.fun for s in br]),
                np.array([s.feasible for s in br]), np.array([s.success for s in br])))),
