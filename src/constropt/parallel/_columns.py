@@ -16,7 +16,8 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Mapping
-from operator import attrgetter, itemgetter
+from itertools import repeat
+from operator import attrgetter, is_, itemgetter
 
 import numpy as np
 
@@ -101,24 +102,22 @@ def _one_type(vals) -> bool:
     return len(set(map(type, vals))) == 1
 
 
-def _same(vals) -> bool:
-    """Whether every value is the first one (plain values only: an array's ``==`` is
-    not a bool, and an object may define ``==`` loosely)."""
-    v0 = vals[0]
-    return _simple(v0) and _one_type(vals) and vals.count(v0) == len(vals)
-
-
 def _column(vals):
     """One field's values as ``(kind, payload...)``."""
     v0 = vals[0]
-    if len(set(map(id, vals))) == 1 or _same(vals):  # one object (variables), or equal
+    simple = _simple(v0)
+    if simple and vals.count(v0) == len(vals):  # equal plain values (one C pass) ...
+        if _one_type(vals):  # ... of one type (True == 1 == 1.0)
+            return ("same", v0)
+    elif all(map(is_, vals, repeat(v0))):  # one object (the variables)
         return ("same", v0)
     if _one_type(vals):
         if isinstance(v0, (bool, int, float)) and not isinstance(v0, enum.Enum):
             return ("numbers", type(v0), np.array(vals))
         if isinstance(v0, str) and not isinstance(v0, enum.Enum):
-            uniq, idx = np.unique(np.array(vals, dtype=object), return_inverse=True)
-            return ("strings", list(uniq), idx.astype(np.int32))
+            code = {v: k for k, v in enumerate(dict.fromkeys(vals))}  # first-seen order
+            return ("strings", list(code), np.fromiter(map(code.__getitem__, vals),
+                                                        dtype=np.int32, count=len(vals)))
         if isinstance(v0, np.ndarray):
             return _arrays(vals)
         if dataclasses.is_dataclass(v0) and not isinstance(v0, type):
@@ -147,7 +146,7 @@ def _arrays(vals):
     if len(shapes) == 1:
         shape = shapes.pop()  # one concatenation: np.stack reshapes each array first
         arr = np.concatenate(vals).reshape((len(vals), *shape)) if shape else np.array(vals)
-        return ("stack", arr, not any(v.flags.writeable for v in vals))
+        return ("stack", arr, not any(map(attrgetter("flags.writeable"), vals)))
     if {v.ndim for v in vals} == {1}:
         return ("ragged", np.concatenate(vals), np.array([v.size for v in vals]))
     return ("list", list(vals))
