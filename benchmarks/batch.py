@@ -217,6 +217,26 @@ with open(sys.argv[1] + f".{{rank}}", "w") as fh:  # one file per rank: no inter
 """
 
 
+def busy_cores(seconds=2.0):
+    """Cores kept busy by other work over ``seconds`` (nothing of this benchmark runs
+    then), from /proc/stat; the 1-minute load average where there is none (it lags:
+    right after the one-process run it still counts that run)."""
+    import os
+
+    def ticks():
+        with open("/proc/stat") as fh:
+            vals = [int(v) for v in fh.readline().split()[1:]]
+        return sum(vals), vals[3] + (vals[4] if len(vals) > 4 else 0)  # all, idle + iowait
+
+    try:
+        t0, i0 = ticks()
+        time.sleep(seconds)
+        t1, i1 = ticks()
+    except (OSError, ValueError, IndexError):
+        return os.getloadavg()[0]
+    return (os.cpu_count() or 1) * (1.0 - (i1 - i0) / max(1, t1 - t0))
+
+
 def ranks(B, rounds, seed):
     """The disc batch in one process and under torchrun with two ranks (each a fresh
     process, one thread): median wall times of the solve_batch call and the answers."""
@@ -241,7 +261,7 @@ def ranks(B, rounds, seed):
                 port = s.getsockname()[1]
             pre = ["-m", "torch.distributed.run", "--nproc_per_node=2",
                    "--master_addr=127.0.0.1", f"--master_port={port}"]
-        load = os.getloadavg()[0]
+        load, others = os.getloadavg()[0], busy_cores()
         stem = fh.name + f".{name}"
         proc = subprocess.run([sys.executable, *pre, fh.name, stem], env=env, text=True,
                               capture_output=True, timeout=600)
@@ -252,7 +272,7 @@ def ranks(B, rounds, seed):
         for f in files:
             f.unlink()
         out[name] = {"ranks": sorted(got, key=lambda g: g["rank"]), "load": load,
-                     "load_after": os.getloadavg()[0]}
+                     "load_after": os.getloadavg()[0], "others": others}
     os.unlink(fh.name)
     return out
 
@@ -296,9 +316,12 @@ def shard_section(sh, B, R) -> list:
     import os
 
     # fewer than two free cores: other work kept more than half a core busy beyond them
-    busy = sh["two"]["load"] > (os.cpu_count() or 1) - 2 + 0.5
+    # in the seconds before the ranks started
+    others = sh["two"]["others"]
+    busy = others > (os.cpu_count() or 1) - 2 + 0.5
     lines += [
-        "", f"Two ranks / one process, wall: {wall2 / one['wall']:.2f}x"
+        "", f"Other work kept {others:.2f} cores busy in the 2 s before the ranks started."
+        f"  Two ranks / one process, wall: {wall2 / one['wall']:.2f}x"
         f"{' (fewer than two free cores: the ranks did not run side by side)' if busy else ''}"
         ".  CPU seconds, which the load inflates far less than wall "
         f"times: each rank's solve of its share took {shares} of the one process's "

@@ -54,3 +54,7 @@ def test_benchmarks_page_quotes_the_batch_results():
     flat = " ".join(page.split())
     assert f"wall {two[1]}" in flat and f"{two[2]} s against {two[3]} s" in flat
     assert f"about {two[4]}" in flat
+    read = re.search(r"Other work kept ([\d.]+) cores.*?With the first read of every Result: "
+                     r"([\d.]+x)", results, re.S)
+    assert f"Other work kept {read[1]} cores" in flat
+    assert f"with the first read of every Result, {read[2]}" in flat

@@ -77,7 +77,9 @@ class BatchResult:
 
     Attributes
     ----------
-    results : tuple of Result
+    results : sequence of Result
+        A tuple; under ``torchrun`` a sequence that rebuilds the other ranks' Results on
+        first access (it compares equal to, and pickles as, the tuple).
     x : ndarray, shape (B, n)
     fun : ndarray, shape (B,)
     feasible, success : ndarray of bool, shape (B,)
