@@ -125,6 +125,16 @@ def test_kkt_test_rejects_the_maximum_and_accepts_the_minimum():
     assert ok.tolist() == [True, False] and act.all()
 
 
+def test_kkt_test_second_order_part_can_be_left_to_a_convexity_proof():
+    # a saddle: stationary with nothing active, its Hessian indefinite; only the
+    # second-order part rejects it (the convex path skips that part: it always holds)
+    p = constropt.Problem(x**2 - y**2 + c * x, [x + y <= 3], bounds={x: (-1, 1), y: (-1, 1)},
+                          parameters={c: 0.0})
+    X, M = np.zeros((2, 1)), np.zeros((1, 1))
+    assert _interior.kkt_test(p, X, M)[0].tolist() == [False]
+    assert _interior.kkt_test(p, X, M, second_order=False)[0].tolist() == [True]
+
+
 def test_interior_point_converges_from_outside_the_feasible_set():
     p = parameter_box(_disc(), np.array([[0.5, 3.0]]))
     X, conv, its = _interior.interior_point(p, np.array([[4.0, -4.0], [3.0, 3.0]]),

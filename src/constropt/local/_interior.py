@@ -236,7 +236,7 @@ def _ipm_loop(vals, ders, M, iters, rows, lo, hi, x, s, z, running, conv, its, c
             half = 2 * nc >= k
         else:  # an instance one start has answered stops its others
             won = conv.reshape(-1, first_of).any(axis=0)
-            running &= ~np.tile(won, k // first_of)
+            running.reshape(-1, first_of)[:, won] = False  # a view: every start of each
             half = 2 * np.count_nonzero(won) >= first_of
         if half:  # a start far slower than most is left to the others
             srt = np.sort(its[conv])  # the median (np.median costs ~20 operations)
@@ -288,12 +288,15 @@ def _derivatives(ders, x, P, lam, rows, h_rel=1e-6, steps=None):
     return gp[:, :, 0], Jp[..., 0], np.where(np.isfinite(H), H, 0.0)
 
 
-def kkt_test(problem, X: np.ndarray, M: np.ndarray, tol: float = 1e-6):
+def kkt_test(problem, X: np.ndarray, M: np.ndarray, tol: float = 1e-6,
+             second_order: bool = True):
     """The local optimality test of points ``X`` (N, k): stationary with multipliers of
     the right sign on the inequalities within ``1e-6 (1 + |x|)`` of their boundary and
-    the genes on a side of the box, and a reduced Hessian of the Lagrangian (on the null
-    space of the strongly active gradients) that is not negative.  Returns ``(ok (k,),
-    active (L, k))``."""
+    the genes on a side of the box, and (``second_order``) a reduced Hessian of the
+    Lagrangian (on the null space of the strongly active gradients) that is not
+    negative; on a problem proven convex that holds at every point (a convex objective
+    plus convex constraints times multipliers >= 0), and the caller may skip it.
+    Returns ``(ok (k,), active (L, k))``."""
     vals, ders = evaluators(problem)
     N, k = X.shape
     L = len(problem.leaves)
@@ -322,6 +325,8 @@ def kkt_test(problem, X: np.ndarray, M: np.ndarray, tol: float = 1e-6):
     # a gene on a side of the box: moving it inwards must not lower the Lagrangian
     ok &= np.all(~at_lo | (gl >= -tol * scale), axis=0)
     ok &= np.all(~at_hi | (gl <= tol * scale), axis=0)
+    if not second_order:
+        return ok, act
     # second order on the null space of the strongly active gradients and held genes
     strong = act & (lam > tol * scale)
     H = _hessian(ders, X, M, lam, np.arange(L))
