@@ -67,9 +67,11 @@ def _agree(fa, fb):
         return np.abs(fa - fb) <= AGREE * (1.0 + np.abs(fa))
 
 
-def solve_anchors(problem, M: np.ndarray, seed: int):
+def solve_anchors(problem, M: np.ndarray, seed: int, convex: bool = False):
     """Cold local solves of the instances ``M`` (n_p, A) from :data:`STARTS` starts
-    each.  Returns ``(ok (A,), x (N, A), f, V, active (L, A), used (A,))``."""
+    each (``convex``: the problem is proven convex for every instance, see
+    :func:`_convex_anchors`).  Returns ``(ok (A,), x (N, A), f, V, active (L, A),
+    used (A,))``."""
     N, A = problem.n, M.shape[1]
     lo, hi = problem.lower, problem.upper
     rng = np.random.default_rng(seed)
@@ -78,7 +80,7 @@ def solve_anchors(problem, M: np.ndarray, seed: int):
     X0 = np.repeat(np.stack(starts, axis=1), A, axis=1)                         # (N, T A)
     MM = np.tile(M, (1, STARTS))
     cost = evals_per_iteration(problem)
-    if prove_convex_for_all(problem, M).convex:
+    if convex:
         return _convex_anchors(problem, X0, MM, A, cost)
     x, _, its = interior_point(problem, X0, MM)
     x, f, V, feas, used = _settle(problem, x, MM, keep_feasible=True)
@@ -142,7 +144,8 @@ def local_answers(problem, M: np.ndarray, seed: int, solve_global):
     order = order_of(M)
     pos = anchors_of(B)
     anc = order[pos]
-    ok_a, xa, fa, Va, acta, used_a = solve_anchors(problem, M[:, anc], seed)
+    convex = prove_convex_for_all(problem, M).convex
+    ok_a, xa, fa, Va, acta, used_a = solve_anchors(problem, M[:, anc], seed, convex)
     answered = np.zeros(B, dtype=bool)
     x = np.zeros((N, B))
     f = np.full(B, np.nan)
@@ -152,7 +155,7 @@ def local_answers(problem, M: np.ndarray, seed: int, solve_global):
     answered[anc[ok_a]] = True
     x[:, anc], f[anc], V[:, anc], used[anc] = xa, fa, Va, used_a
     how[anc] = ("an interior-point solve on a problem proven convex for every instance"
-                if prove_convex_for_all(problem, M).convex else
+                if convex else
                 "interior-point solves from several starts that agree")
     src_x, src_act, src_ok = xa.copy(), acta.copy(), ok_a.copy()
     if not ok_a.all():  # anchors the local solves could not answer: the global search
