@@ -13,15 +13,18 @@ import math
 
 import numpy as np
 
+from ._guards import (
+    _every,
+    powi,  # noqa: F401 - the generated code's rt.powi
+)
 from ._guards import guarded as _guarded
 from ._guards import point_functions as _point_functions
-from ._guards import powi  # noqa: F401 - the generated code's rt.powi
 
 nan = math.nan
 inf = math.inf
 TINY = 1e-30
 
-globals().update(_point_functions(np.where, lambda f: f.numpy))
+globals().update(_point_functions(np.where, lambda f: f.numpy, fast=True))
 
 
 def where(c, a, b, dtype=None):
@@ -33,12 +36,15 @@ def cast(block, dtype):
     return block if block.dtype == dtype else block.astype(dtype)
 
 
-recip = _guarded(np.where, lambda a: 1.0 / a, lambda a: a != 0, 1.0)
-div = _guarded(np.where, lambda a, b: a / b, lambda a, b: np.asarray(b) != 0, (None, 1.0))
+recip = _guarded(np.where, lambda a: 1.0 / a, lambda a: a != 0, 1.0, fast=True)
+div = _guarded(np.where, lambda a, b: a / b, lambda a, b: np.asarray(b) != 0, (None, 1.0),
+               fast=True)
 
 
 def powf(a, e: float):
     ok = a > 0 if e < 0 else a >= 0
+    if _every(ok):  # every lane inside: the same values without the selects
+        return np.power(a, e)
     return np.where(ok, np.power(np.where(ok, a, 1.0), e), nan)
 
 
@@ -50,7 +56,7 @@ def _pow_arrays(a, b):
 pow = _guarded(  # noqa: A001
     np.where, np.power,
     lambda a, b: (a > 0) | ((a == 0) & (b >= 0)) | ((a < 0) & (b == np.floor(b))),
-    (1.0, 1.0), coerce=_pow_arrays)
+    (1.0, 1.0), coerce=_pow_arrays, fast=True)
 
 
 # -- vector variables -------------------------------------------------------------------
