@@ -166,6 +166,30 @@ SOLVERS = {"constropt": run_constropt, "ipopt20": run_ipopt20, "scip": run_scip,
            "scipy-de": run_scipy_de}
 
 
+#: The Python libraries each solver loads on its first use, imported before its clock
+#: starts: a process pays them once, whichever solver it runs, and ipopt20's casadi was
+#: always imported off the clock (constropt imports scipy.optimize on its first solve:
+#: about 0.5 s here, which its records before 2026-12-03 include).  The time of these
+#: imports in the run's fresh child is kept in the record (``import_seconds``): the report
+#: gives the time ratios with it added as well.
+IMPORTS = {"constropt": ("scipy.optimize",), "ipopt20": ("casadi",),
+           "scip": ("pyscipopt",), "scipy-de": ("scipy.optimize",)}
+
+
+def _import_seconds(solver):
+    """Seconds to import `solver`'s libraries in this process (None when one is missing:
+    the solver's own import then fails the run with its message)."""
+    import importlib
+
+    t0 = time.perf_counter()
+    try:
+        for module in IMPORTS.get(solver, ()):
+            importlib.import_module(module)
+    except ImportError:
+        return None
+    return time.perf_counter() - t0
+
+
 def run_one(name, solver, seed, time_limit, problems="unseen_problems") -> dict:
     """One run -> its record (a crash is a failed run with its message); `problems` names
     the set's module (``unseen_problems``, ``unseen2_problems``)."""
@@ -174,6 +198,7 @@ def run_one(name, solver, seed, time_limit, problems="unseen_problems") -> dict:
     bench = importlib.import_module(problems).get(name)
     rec = dict(problem=name, solver=solver, seed=seed, n=len(bench.variables),
                m=len(bench.constraints), f_star=bench.f_star)
+    rec["import_seconds"] = _import_seconds(solver)
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")

@@ -19,7 +19,13 @@ Every run's final point is judged by constropt's float64 check at the problem's 
 (1e-6); success: feasible and ``f - f* <= 1e-6 max(1, |f*|)``.  A run's time includes
 the construction of the problem (constropt, scipy-de, scip) or of the casadi model
 (ipopt20).  Each run is a forked child process, stopped after ``1.5 T + 30`` seconds (a
-stopped run is a failure with that time).
+stopped run is a failure with that time).  The Python libraries a solver loads on first
+use (``_unseen_solvers.IMPORTS``: scipy.optimize for constropt and scipy-de, casadi,
+pyscipopt) are imported in the child before its clock starts, as casadi always was; the
+record keeps their import time (``import_seconds``) and the report gives the time
+ratios with it added too.  Records made before 2026-12-03 (labels ``before`` and
+``after``) have no ``import_seconds``: their constropt times include importing
+scipy.optimize (about 0.5 s), their ipopt20 times exclude importing casadi.
 
 Usage (from the repository root; one thread, one job on a loaded machine)::
 
@@ -70,7 +76,22 @@ AFTER2 = ("mkdir -p benchmarks/raw && gunzip -c benchmarks/results/unseen2_runs/
           "> benchmarks/raw/unseen2_before.jsonl && "
           "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONHASHSEED=0 PYTHONPATH=src "
           "python benchmarks/unseen.py --set unseen2 --label after "
-          "--solvers ipopt20,scip,constropt --seeds 0-2 --ref-seeds 0 --jobs 1 --report")
+          "--solvers ipopt20,scip,constropt --seeds 0-2 --ref-seeds 0 --jobs 1 --report\n"
+          "# 2026-12-03, the libraries' imports off the clock (IMPORTS), beside a fresh "
+          "ipopt20 run:\n"
+          "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONHASHSEED=0 PYTHONPATH=src "
+          "python benchmarks/unseen.py --set unseen2 --label imports "
+          "--solvers ipopt20,constropt --seeds 0-2 --ref-seeds 0 --jobs 1 --report\n"
+          "# then on the code of the chain-rule derivatives and the NumPy guards' fast "
+          "path (4f47cfa, e7a56b4), again beside ipopt20:\n"
+          "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONHASHSEED=0 PYTHONPATH=src "
+          "python benchmarks/unseen.py --set unseen2 --label speedups "
+          "--solvers ipopt20,constropt --seeds 0-2 --ref-seeds 0 --jobs 1 --report\n"
+          "# the report alone, from the committed runs:\n"
+          "mkdir -p benchmarks/raw && for f in before after ref imports speedups; do gunzip -c "
+          "benchmarks/results/unseen2_runs/$f.jsonl.gz > benchmarks/raw/unseen2_$f.jsonl; "
+          "done && PYTHONPATH=src python benchmarks/unseen.py --set unseen2 --seeds 0-2 "
+          "--report")
 # set -> (its problems module, raw-file prefix, report, title, the "after" command)
 SETS = {"unseen": ("unseen_problems", "unseen", REPORT, "Unseen published problems",
                    _unseen_report.AFTER),

@@ -118,3 +118,37 @@ def test_docs_quote_the_report():
     assert len(rows) >= 8
     for row in rows:
         assert row in report, row
+
+
+def test_ratios_with_and_without_the_imports():
+    # two problems: constropt 0.2 s and 0.6 s against ipopt20's 0.1 s and 0.2 s (ratios 2
+    # and 3, median 2.5); imports 0.5 s against 0.1 s: (0.7/0.2, 1.1/0.3), median 3.0833
+    a, b = NAMES[0], NAMES[1]
+    c = {a: [dict(_rec(a, True, 0.2), import_seconds=0.5)],
+         b: [dict(_rec(b, True, 0.6), import_seconds=0.5)]}
+    ip = {a: [dict(_rec(a, True, 0.1, "ipopt20"), import_seconds=0.1)],
+          b: [dict(_rec(b, True, 0.2, "ipopt20"), import_seconds=0.1)]}
+    assert _unseen_report.ratio(c, ip) == (pytest.approx(2.5), 2)
+    assert _unseen_report.ratio(c, ip, imports=True) == (
+        pytest.approx((0.7 / 0.2 + 1.1 / 0.3) / 2), 2)
+    assert _unseen_report.has_imports(c) and _unseen_report.has_imports(ip)
+    old = {a: [_rec(a, True, 0.2)]}  # a record made before import_seconds existed
+    assert not _unseen_report.has_imports(old) and not _unseen_report.has_imports({})
+    rows = _unseen_report.ratio_rows({"imports": [*c[a], *c[b], *ip[a], *ip[b]]},
+                                     ["imports"])
+    assert rows[2] == "| imports | ipopt20 | 2.50 | 2 | 3.58 |"
+
+
+def test_goal_line_uses_the_ipopt_run_beside_its_label(tmp_path):
+    # "before" holds an ipopt20 run that solves nothing; "imports" one that solves a:
+    # the imports label is judged against its own (success 100%, ratio 2)
+    a = NAMES[0]
+    fa = U2.get(a).f_star
+    data = {"before": [_rec(a, True, 1.0, fun=fa), _rec(a, False, 1.0, "ipopt20", fun=None)],
+            "imports": [dict(_rec(a, True, 0.2, fun=fa), import_seconds=0.5),
+                        dict(_rec(a, True, 0.1, "ipopt20", fun=fa), import_seconds=0.1)]}
+    lines = _unseen_report.goal_lines(data, ["before", "imports"], [a])
+    assert "ipopt20 on 0.0%" in lines[0]
+    assert "ipopt20 on 100.0%" in lines[1] and "ratio constropt / ipopt20 2.00" in lines[1]
+    assert "imports added to its time: 3.50, outside 2x" in lines[1]
+    assert lines[1].endswith("goal met.")  # judged on the times without the imports
