@@ -28,6 +28,11 @@ AFTER = ("mkdir -p benchmarks/raw && gunzip -c benchmarks/results/unseen_runs/be
          "> benchmarks/raw/unseen_before.jsonl && "
          "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONHASHSEED=0 PYTHONPATH=src "
          "python benchmarks/unseen.py --label after --solvers constropt,ipopt20 "
+         "--seeds 0-4 --ref-seeds 0 --jobs 1 --report\n"
+         "# 2026-12-03: the libraries' imports off the clock, the code of the chain-rule "
+         "derivatives and the NumPy guards' fast path, beside a fresh ipopt20 run:\n"
+         "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONHASHSEED=0 PYTHONPATH=src "
+         "python benchmarks/unseen.py --label speedups --solvers ipopt20,constropt "
          "--seeds 0-4 --ref-seeds 0 --jobs 1 --report")
 
 
