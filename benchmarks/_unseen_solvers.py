@@ -169,7 +169,7 @@ SOLVERS = {"constropt": run_constropt, "ipopt20": run_ipopt20, "scip": run_scip,
 #: The Python libraries each solver loads on its first use, imported before its clock
 #: starts: a process pays them once, whichever solver it runs, and ipopt20's casadi was
 #: always imported off the clock (constropt imports scipy.optimize on its first solve:
-#: about 0.5 s here, which its records before 2026-12-03 include).  The time of these
+#: about 0.4 s here, which its records before 2026-12-03 include).  The time of these
 #: imports in the run's fresh child is kept in the record (``import_seconds``): the report
 #: gives the time ratios with it added as well.
 IMPORTS = {"constropt": ("scipy.optimize",), "ipopt20": ("casadi",),

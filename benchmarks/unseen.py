@@ -25,7 +25,7 @@ pyscipopt) are imported in the child before its clock starts, as casadi always w
 record keeps their import time (``import_seconds``) and the report gives the time
 ratios with it added too.  Records made before 2026-12-03 (labels ``before`` and
 ``after``) have no ``import_seconds``: their constropt times include importing
-scipy.optimize (about 0.5 s), their ipopt20 times exclude importing casadi.
+scipy.optimize (about 0.4 s), their ipopt20 times exclude importing casadi.
 
 Usage (from the repository root; one thread, one job on a loaded machine)::
 

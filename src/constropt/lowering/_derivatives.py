@@ -79,7 +79,6 @@ class SymbolicDerivative:
         self.symbols = tuple(symbols)
         self.real = {s: sp.Dummy(str(s), real=True) for s in self.symbols}
         self.back = {v: k for k, v in self.real.items()}
-        self.position = {v: k for k, v in enumerate(self.real.values())}
         self._index = {v: k for k, v in enumerate(self.symbols)}
         self._prepared: dict = {}
 
@@ -208,7 +207,7 @@ def _linear_coefficient(t, s):
     return None
 
 
-def _term_derivative(t, s, memo=None, by_diff=None):
+def _term_derivative(t, s, memo=None, by_diff=sp.diff):
     """``d t / d s``.  The terms that dominate large problems take the operations
     ``sp.diff`` performs on them (the same expression): ``s`` and ``c*s`` (the number
     ``c``), and a power with a number exponent of ``s`` or of ``s`` plus a number
@@ -226,7 +225,7 @@ def _term_derivative(t, s, memo=None, by_diff=None):
             db = _linear_coefficient(base.args[1], s)
         if db is not None:
             return t * (db * t.exp / base)
-    return _chain(t, s, {} if memo is None else memo, by_diff or sp.diff)
+    return _chain(t, s, {} if memo is None else memo, by_diff)
 
 
 #: One-argument functions whose derivative is their ``fdiff`` times the argument's
@@ -235,7 +234,7 @@ _CHAIN_FUNCTIONS = (sp.exp, sp.log, sp.sin, sp.cos, sp.tan, sp.asin, sp.acos, sp
                     sp.sinh, sp.cosh, sp.tanh, sp.asinh, sp.acosh, sp.atanh)
 
 
-def _chain(e, s, memo: dict, by_diff=None):
+def _chain(e, s, memo: dict, by_diff=sp.diff):
     """``d e / d s`` by the rules of sympy's ``_eval_derivative`` for sums, products and
     the functions of :data:`_CHAIN_FUNCTIONS`, built directly, each subexpression once
     (``memo``), without sympy's ``Derivative`` objects, whose construction and
@@ -250,8 +249,6 @@ def _chain(e, s, memo: dict, by_diff=None):
     :class:`SymbolicDerivative` passes its round trip through real dummies, so that
     ``Abs`` differentiates to ``sign`` and steps to 0).  No rule of the chain needs an
     assumption about ``s``: the user's symbols are differentiated as they are."""
-    if by_diff is None:
-        by_diff = sp.diff
     d = memo.get(e)
     if d is not None:
         return d
