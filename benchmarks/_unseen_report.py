@@ -33,7 +33,12 @@ AFTER = ("mkdir -p benchmarks/raw && gunzip -c benchmarks/results/unseen_runs/be
          "derivatives and the NumPy guards' fast path, beside a fresh ipopt20 run:\n"
          "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONHASHSEED=0 PYTHONPATH=src "
          "python benchmarks/unseen.py --label speedups --solvers ipopt20,constropt "
-         "--seeds 0-4 --ref-seeds 0 --jobs 1 --report")
+         "--seeds 0-4 --ref-seeds 0 --jobs 1 --report\n"
+         "# 2026-12-04: SLSQP's iteration cap max(200, 10 n) changes only problems of more "
+         "than 20 variables; their runs made again beside ipopt20, the rest carried over:\n"
+         "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONHASHSEED=0 PYTHONPATH=src "
+         "python benchmarks/unseen.py --label iterations --carry speedups --carry-upto 20 "
+         "--solvers ipopt20,constropt --seeds 0-4 --ref-seeds 0 --jobs 1 --report")
 
 
 def rejudge(recs, problems=unseen_problems):

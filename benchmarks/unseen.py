@@ -37,7 +37,10 @@ Usage (from the repository root; one thread, one job on a loaded machine)::
         --label after --solvers constropt --seeds 0-4 --jobs 1 --report
 
 Runs are appended to ``benchmarks/raw/unseen_<label>.jsonl`` (git-ignored); a run already
-there is not repeated.  ``--report`` (alone, or after the runs) writes
+there is not repeated.  ``--carry LABEL --carry-upto N`` first copies LABEL's records of
+the problems of at most N variables into the new label, each marked ``carried_from``: a
+change that provably leaves small problems alone reruns only the large ones.
+``--report`` (alone, or after the runs) writes
 ``benchmarks/results/unseen.md`` from every raw file: constropt per label (``before``,
 ``after``), the references from whichever file holds them.
 
@@ -87,8 +90,16 @@ AFTER2 = ("mkdir -p benchmarks/raw && gunzip -c benchmarks/results/unseen2_runs/
           "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONHASHSEED=0 PYTHONPATH=src "
           "python benchmarks/unseen.py --set unseen2 --label speedups "
           "--solvers ipopt20,constropt --seeds 0-2 --ref-seeds 0 --jobs 1 --report\n"
+          "# 2026-12-04: SLSQP's iteration cap max(200, 10 n) changes only problems of "
+          "more than 20 variables; their runs made again beside ipopt20, the rest carried "
+          "over:\n"
+          "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONHASHSEED=0 PYTHONPATH=src "
+          "python benchmarks/unseen.py --set unseen2 --label iterations --carry speedups "
+          "--carry-upto 20 --solvers ipopt20,constropt --seeds 0-2 --ref-seeds 0 --jobs 1 "
+          "--report\n"
           "# the report alone, from the committed runs:\n"
-          "mkdir -p benchmarks/raw && for f in before after ref imports speedups; do gunzip -c "
+          "mkdir -p benchmarks/raw && for f in before after ref imports speedups iterations; "
+          "do gunzip -c "
           "benchmarks/results/unseen2_runs/$f.jsonl.gz > benchmarks/raw/unseen2_$f.jsonl; "
           "done && PYTHONPATH=src python benchmarks/unseen.py --set unseen2 --seeds 0-2 "
           "--report")
@@ -134,6 +145,21 @@ def _ended(task, seconds, why, timed_out):
     return rec
 
 
+def carry(source: str, path: str, label: str, upto: int) -> None:
+    """Append `source`'s records of problems with at most `upto` variables to `path`
+    (those not there yet), each marked ``carried_from: label``."""
+    done = done_runs(path)
+    with open(source) as fh:
+        recs = [json.loads(line) for line in fh if line.strip()]
+    moved = [dict(r, carried_from=label) for r in recs if r["n"] <= upto
+             and (r["solver"], r["problem"], r["seed"]) not in done]
+    with open(path, "a") as out:
+        for r in moved:
+            out.write(json.dumps(r) + "\n")
+    print(f"carried {len(moved)} records of problems with n <= {upto} from {source}",
+          flush=True)
+
+
 def run_tasks(tasks, jobs, time_limit, path):
     """Run `tasks` in forked children, `jobs` at a time, appending each record."""
     with open(path, "a") as out:
@@ -161,6 +187,11 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--time-limit", type=float, default=120.0,
                     help="constropt's time_limit; every run is stopped after 1.5x + 30 s")
+    ap.add_argument("--carry", default=None, metavar="LABEL",
+                    help="before running, copy LABEL's records of the problems of at most "
+                    "--carry-upto variables into this label (each marked carried_from): "
+                    "a change that cannot touch small problems reruns only the large ones")
+    ap.add_argument("--carry-upto", type=int, default=20, metavar="N")
     ap.add_argument("--report", action="store_true",
                     help="write the set's report, benchmarks/results/<set>.md (alone: "
                     "without running)")
@@ -180,6 +211,8 @@ def main(argv=None):
     if not report_only:
         os.makedirs(RAW, exist_ok=True)
         path = raw_path(args.label)
+        if args.carry:
+            carry(raw_path(args.carry), path, args.carry, args.carry_upto)
         done = done_runs(path)
         # problem by problem, the solvers side by side (similar load for a ratio)
         seeds = {s: parse_seeds(args.seeds if s == "constropt" else args.ref_seeds)
