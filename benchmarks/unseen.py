@@ -191,11 +191,15 @@ def main(argv=None):
                     help="before running, copy LABEL's records of the problems of at most "
                     "--carry-upto variables into this label (each marked carried_from): "
                     "a change that cannot touch small problems reruns only the large ones")
-    ap.add_argument("--carry-upto", type=int, default=20, metavar="N")
+    ap.add_argument("--carry-upto", type=int, default=None, metavar="N",
+                    help="with --carry: the largest problem (variables) carried over; "
+                    "the change being measured decides it")
     ap.add_argument("--report", action="store_true",
                     help="write the set's report, benchmarks/results/<set>.md (alone: "
                     "without running)")
     args = ap.parse_args(argv)
+    if args.carry and args.carry_upto is None:
+        ap.error("--carry needs --carry-upto N (the largest problem the change leaves alone)")
     global PROBLEMS, PREFIX
     module, PREFIX, report, title, after = SETS[args.set]
     PROBLEMS = importlib.import_module(module)
