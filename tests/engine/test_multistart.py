@@ -129,3 +129,132 @@ def test_auto_leaves_equalities_in_a_band_to_the_search():
     narrow_off = constropt.solve(f, cons, bounds=box, seed=0, eq_tol=1e-6, local_search=False)
     assert narrow.feasible and narrow.fun == pytest.approx(-1.0, abs=1e-5)
     assert narrow.nfev < narrow_off.nfev
+
+
+def _sweep_stage(seed, solve):
+    from constropt.engine._multistart import LocalSearch, LocalSettings
+    return LocalSearch(solve, np.array([-1.0, 0.0]), np.array([1.0, 4.0]),
+                       LocalSettings(window=60), seed)
+
+
+def test_sweep_solves_from_box_filling_starts_once(monkeypatch):
+    # the stand-in solver "reaches" 0 from starts with x0 > 0.8 and 1 elsewhere: a basin
+    # the population (all at x0 = -0.5) never lies in
+    from types import SimpleNamespace
+
+    from constropt.engine import _multistart as ms
+    seen, injected = [], []
+
+    def solve(X, limit):
+        seen.append(X.copy())
+        ends = X.copy()
+        ends[0] = np.where(X[0] > 0.8, 0.9, -0.5)
+        return ends, 7 * X.shape[1], np.ones(X.shape[1], dtype=bool)
+
+    class _Trapped(_Flat):
+        def fit(self, X):
+            return np.where(X[0] > 0.8, 0.0, 1.0), np.zeros(X.shape[1])
+
+    monkeypatch.setattr(ms, "_inject", lambda alg, state, X, f, cv: injected.append(X) or state)
+    stage = _sweep_stage(3, solve)
+    st = SimpleNamespace(alg=None)
+    spent, end, better = stage.sweep(st, _Trapped(0), 50, None, 10_000)
+    assert len(seen) == ms.SWEEP and all(X.shape == (2, 1) for X in seen)
+    starts = np.concatenate(seen, axis=1)
+    assert np.all(starts[0] >= -1) and np.all(starts[0] <= 1)
+    assert np.all(starts[1] >= 0) and np.all(starts[1] <= 4)
+    # box-filling: each twentieth of each coordinate's range holds one start
+    for k, (lo, hi) in enumerate([(-1, 1), (0, 4)]):
+        cells = np.floor(ms.SWEEP * (starts[k] - lo) / (hi - lo)).astype(int)
+        assert sorted(cells.tolist()) == list(range(ms.SWEEP))
+    assert spent == 8 * ms.SWEEP and stage.used == spent
+    assert better and len(injected) == 1 and injected[0][0, 0] == pytest.approx(0.9)
+    assert float(end.f[0, 0]) == 0.0
+    assert stage.best().f == 0.0
+    # once per run
+    assert stage.sweep(st, _Trapped(0), 60, None, 10_000) == (0, None, False)
+    assert len(seen) == ms.SWEEP
+    # the starts come from the run's seed
+    other = []
+    _sweep_stage(4, lambda X, limit: (other.append(X) or X.copy(), 0,
+                                      np.ones(X.shape[1], dtype=bool))).sweep(
+        st, _Trapped(0), 50, None, 10_000)
+    assert not np.allclose(np.concatenate(other, axis=1), starts)
+
+
+def test_sweep_spends_about_what_the_local_solves_spent(monkeypatch):
+    # each solve spends what it is allowed, at most 1,500: within the floor (the local
+    # solves spent nothing before) three solves, the last one cut short
+    from types import SimpleNamespace
+
+    from constropt.engine import _multistart as ms
+    monkeypatch.setattr(ms, "_inject", lambda alg, state, X, f, cv: state)
+    limits = []
+
+    def solve(X, limit):
+        limits.append(limit)
+        return X.copy(), min(limit, 1500), np.ones(X.shape[1], dtype=bool)
+
+    st = SimpleNamespace(alg=None)
+    spent, end, better = _sweep_stage(0, solve).sweep(st, _Flat(0), 10, None, 10**6)
+    assert limits == [ms.SWEEP_FLOOR - 1, ms.SWEEP_FLOOR - 1502, ms.SWEEP_FLOOR - 3003]
+    assert spent == ms.SWEEP_FLOOR and end.X.shape == (2, 1, 1)
+    # after 12,000 evaluations of local solves, the sweep may spend as many
+    limits.clear()
+    stage = _sweep_stage(0, solve)
+    stage.used = 12_000
+    spent, _, _ = stage.sweep(st, _Flat(0), 10, None, 10**6)
+    assert len(limits) == 8 and spent == 12_000 and stage.used == 24_000
+    # and never more than the evolutionary search spent
+    limits.clear()
+    stage = _sweep_stage(0, solve)
+    stage.used = 12_000
+    spent, _, _ = stage.sweep(st, _Flat(0), 10, None, 2_000)
+    assert len(limits) == 2 and spent == 2_000
+
+
+def test_sweep_ends_once_the_bayesian_rule_holds(monkeypatch):
+    # every start reaches one minimum: the rule holds at eight solves, 1 * 7 / 5 < 1.5
+    from types import SimpleNamespace
+
+    from constropt.engine import _multistart as ms
+    monkeypatch.setattr(ms, "_inject", lambda alg, state, X, f, cv: state)
+    calls = []
+
+    def solve(X, limit):
+        calls.append(X)
+        return np.full_like(X, 0.5), 10, np.ones(X.shape[1], dtype=bool)
+
+    stage = _sweep_stage(0, solve)
+    stage.sweep(SimpleNamespace(alg=None), _Flat(0), 10, None, 10**6)
+    assert len(calls) == 8 and stage.solves == 8 and stage.bayes()
+    stage = _sweep_stage(0, solve)
+    m = ms.Minimum(np.full(2, 0.5), np.array([0.75, 0.125]), 1.5, 0.0, 10)
+    m.hits = 5
+    stage.solves, stage.minima = 5, [m]
+    stage.sweep(SimpleNamespace(alg=None), _Flat(0), 10, None, 10**6)
+    assert len(calls) == 8 + 3  # five solves before it: three more
+
+
+def test_sweep_skipped_without_room():
+    from types import SimpleNamespace
+
+    from constropt.engine import _multistart as ms
+    stage = _sweep_stage(0, lambda X, limit: pytest.fail("no solve expected"))
+    assert stage.sweep(SimpleNamespace(alg=None), _Flat(0), 10, None,
+                       10 * ms.SWEEP - 1) == (0, None, False)
+    stage = _sweep_stage(0, lambda X, limit: pytest.fail("no solve expected"))
+    assert stage.sweep(SimpleNamespace(alg=None), _Flat(0), 10, 5, 10_000) == \
+        (0, None, False)
+
+
+def test_bayes_evidence_needs_a_second_hit():
+    from constropt.engine._multistart import LocalSearch, LocalSettings, Minimum
+    stage = LocalSearch(None, np.zeros(2), np.ones(2), LocalSettings(window=60))
+    stage.minima = [Minimum(np.zeros(2), np.zeros(2), 1.0, 0.0, 10)]
+    stage.solves = 8
+    assert not stage.bayes()  # one hit: no second start reached it
+    stage.minima[0].hits = 8
+    assert stage.bayes()  # eight solves, one minimum: a convex problem's evidence
+    stage.minima.append(Minimum(np.ones(2), np.ones(2), 2.0, 0.0, 10))
+    assert not stage.bayes()  # two minima from eight solves: 2 * 7 / 4 > 2.5

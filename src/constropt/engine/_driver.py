@@ -323,6 +323,21 @@ class Driver:
             if self.local.benign():  # else kept aside until the end (see _finish)
                 self._merge_local_end()
 
+    def _sweep(self, g: int) -> bool:
+        """The multistart stage's sweep before a stagnation stop (one instance,
+        :meth:`._multistart.LocalSearch.sweep`); True when it found a better basin."""
+        st, term = self.state, self.term
+        nfev = int(to_numpy(st.nfev)[0])
+        left = None if term.max_evals is None else term.max_evals - nfev
+        spent, end, better = self.local.sweep(st, self.algorithm, g, left,
+                                              nfev - self.local.used)
+        if spent:
+            to_numpy(st.nfev)[0] += spent
+            self._local_end = end if self._local_end is None else \
+                _better_end(self._local_end, end)
+            self._merge_local_end()
+        return better
+
     def _merge_local_end(self) -> None:
         """The multistart stage's best end merged into the best point.  On a rugged
         landscape this waits until the instance finishes: a best point the population
@@ -374,6 +389,11 @@ class Driver:
         to_numpy(st.quiet)[ids] = quiet
         to_numpy(st.last_f)[ids], to_numpy(st.last_cv)[ids] = f, cv
         conv = code == _C[Status.CONVERGED]
+        if conv.any() and self.local is not None and not self.local.bayes() and \
+                self._sweep(g):
+            code[conv] = 0  # the sweep found a better basin: the search goes on from it
+            to_numpy(st.quiet)[ids] = 0
+            conv[...] = False
         if conv.any() and term.restarts and self.new_population is not None:
             S = alg.evals_per_step
             room = np.ones(ids.size, dtype=bool) if term.max_evals is None else \

@@ -341,7 +341,7 @@ def build(problem, opts, device, dtype, seed: int, compile, M: np.ndarray, *, re
                         min_rows=2 if at.compile and B > 1 else 1,
                         snap=None if values is None else lambda X: snap_array(X, values),
                         local=local_stage(problem, opts, M, islands=consensus is not None,
-                                          deadline=deadline))
+                                          deadline=deadline, seed=seed))
     logger.info("search: %s, %d variables, population %d x %d instance%s, %s on %s (%s%s)%s",
                 plan.algorithm.name, n, S, B, "s" if B != 1 else "", backend, dev,
                 getattr(wdtype, "name", str(wdtype)).replace("torch.", ""),

@@ -92,10 +92,10 @@ def smooth(problem) -> bool:
 
 
 def local_stage(problem, opts, M: np.ndarray, *, islands: bool = False,
-                deadline: float | None = None) -> LocalSearch | None:
+                deadline: float | None = None, seed: int = 0) -> LocalSearch | None:
     """The multistart stage of a search of ``problem`` (parameters ``M`` (n_p, B)), or
     None where ``local_search`` leaves it off.  ``deadline``: the search's, a
-    ``time.perf_counter()`` value (None: no clock)."""
+    ``time.perf_counter()`` value (None: no clock); ``seed`` draws the sweep's starts."""
     choice = opts.local_search
     if choice is False:
         return None
@@ -112,7 +112,7 @@ def local_stage(problem, opts, M: np.ndarray, *, islands: bool = False,
             raise OptionError(f"local_search=True cannot run here: {why}")
         return None
     return LocalSearch(local_solver(problem, M[:, 0], deadline), problem.lower.copy(),
-                       problem.upper.copy(), LocalSettings(window=opts.stagnation))
+                       problem.upper.copy(), LocalSettings(window=opts.stagnation), seed)
 
 
 def local_solver(problem, pvec: np.ndarray, deadline: float | None = None):
