@@ -38,7 +38,12 @@ AFTER = ("mkdir -p benchmarks/raw && gunzip -c benchmarks/results/unseen_runs/be
          "than 20 variables; their runs made again beside ipopt20, the rest carried over:\n"
          "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONHASHSEED=0 PYTHONPATH=src "
          "python benchmarks/unseen.py --label iterations --carry speedups --carry-upto 20 "
-         "--solvers ipopt20,constropt --seeds 0-4 --ref-seeds 0 --jobs 1 --report")
+         "--solvers ipopt20,constropt --seeds 0-4 --ref-seeds 0 --jobs 1 --report\n"
+         "# 2026-12-04: the sweep from 20 box-filling starts before a stagnation stop "
+         "(engine/_multistart.LocalSearch.sweep), every problem again beside ipopt20:\n"
+         "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONHASHSEED=0 PYTHONPATH=src "
+         "python benchmarks/unseen.py --label sweep --solvers ipopt20,constropt "
+         "--seeds 0-4 --ref-seeds 0 --jobs 1 --report")
 
 
 def rejudge(recs, problems=unseen_problems):
