@@ -173,6 +173,15 @@ def box_filling(lower: np.ndarray, upper: np.ndarray, k: int, seed: int) -> np.n
     return lower[:, None] + U * (upper - lower)[:, None]
 
 
+def _one_point(pop: Population, X: np.ndarray, fe: np.ndarray, cve: np.ndarray,
+               j: int) -> Population:
+    """The end ``j`` of ``X`` (N, k) with its ``fe``, ``cve`` as a one-point Population
+    on ``pop``'s arrays (device and dtype)."""
+    return Population(asarray(X[:, j:j + 1, None], pop.X, dtype=pop.X.dtype),
+                      asarray(fe[None, j:j + 1], pop.f, dtype=pop.f.dtype),
+                      asarray(cve[None, j:j + 1], pop.cv, dtype=pop.cv.dtype))
+
+
 def _same(a: float, b: float, ftol: float) -> bool:
     return abs(a - b) <= ftol * max(1.0, abs(a), abs(b))
 
@@ -275,9 +284,7 @@ class LocalSearch:
         if new and self.benign():
             st.alg = _inject(algorithm, st.alg, ends[:, new], fe[new], cve[new])
         j = int(order(fe, cve)[0])
-        return spent, Population(asarray(ends[:, j:j + 1, None], pop.X, dtype=pop.X.dtype),
-                                 asarray(fe[None, j:j + 1], pop.f, dtype=pop.f.dtype),
-                                 asarray(cve[None, j:j + 1], pop.cv, dtype=pop.cv.dtype))
+        return spent, _one_point(pop, ends, fe, cve, j)
 
     def sweep(self, st, algorithm, g: int, evals_left: int | None, search_evals: int):
         """The sweep before a stagnation stop at generation ``g``: local solves from
@@ -327,10 +334,7 @@ class LocalSearch:
         fe = np.concatenate([e[1] for e in ends])
         cve = np.concatenate([e[2] for e in ends])
         j = int(order(fe, cve)[0])
-        return spent, Population(asarray(X[:, j:j + 1, None], pop.X, dtype=pop.X.dtype),
-                                 asarray(fe[None, j:j + 1], pop.f, dtype=pop.f.dtype),
-                                 asarray(cve[None, j:j + 1], pop.cv, dtype=pop.cv.dtype)), \
-            better
+        return spent, _one_point(pop, X, fe, cve, j), better
 
     def benign(self) -> bool:
         """Whether the best basin drew at least half of :data:`SEVERAL` or more
