@@ -388,15 +388,16 @@ class LocalSearch:
         check), so a better basin it lies in has reset the window.  (A search point
         may beat an exact minimum within the equality tolerance: G03's does, so the
         search's best value is no test here.)"""
+        if self.bayes():
+            return True
         best = self.best()
         if best is None or best.hits < 2:
             return False
-        w = sum(1 for m in self.minima if m.cv == 0)
         # the window counts once SEVERAL solves after the best minimum's found no
         # better one, or SEVERAL reached it: a window of rounds without starts is no
         # evidence (CEC G13 with the GA: three solves, two to mirror images of the
         # local minimum 0.4388)
-        return bayes_confirmed(w, self.solves) or (
+        return (
             g - self.g_better >= self.settings.window
             and (self.solves - self.s_better >= SEVERAL or best.hits >= SEVERAL))
 
