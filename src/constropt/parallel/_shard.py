@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from .._errors import OptionError
-from ..solver._batch import BatchResult, _bulk, _param_matrix
+from ..backend._bulk import bulk
+from ..solver._batch import BatchResult, _param_matrix
 from ..solver._batch import solve_batch as _solve_one
 from ..solver._localfirst import order_of
 from ._columns import field_array, pack, unpack
@@ -91,7 +92,7 @@ def solve_batch(problem, parameters, *, shard: Any = "auto", timeout: float = 18
             syms = list(problem.layout.parameters)
             own = _solve_one(problem, {s: M[k, part] for k, s in enumerate(syms)}, **kwargs)
             t_solved = time.perf_counter()
-            with _bulk():
+            with bulk():
                 mine = (part, pack(own.results), dict(own.timings))
     except BaseException:
         _drop_group()  # the peers then fail at once instead of waiting for the timeout
@@ -126,7 +127,7 @@ class ShardedResults(Sequence):
 
     def _fill(self, part: int) -> None:
         idx, packed = self._parts[part]
-        with _bulk():
+        with bulk():
             self._place(idx, unpack(packed, problem=self._problem))
         self._owner[idx] = -1
         self._parts[part] = None

@@ -18,6 +18,7 @@ import numpy as np
 import sympy as sp
 
 from .._errors import ProblemError
+from ..backend._bulk import bulk
 from ._constraints import Leaf
 from ._domain import domain_constraints
 from ._fbbt import InfeasibilityProof, propagate
@@ -196,6 +197,7 @@ def _contradiction(variables, constraints, lo, hi, strict_lo, strict_hi, scalars
         f"require {'; '.join(parts)}")
 
 
+@bulk()
 def make_bounds(variables, layout, constraints, bounds, default_bound, parameters,
                 exprs=(), eq_tol: float = 1e-4):
     """``(lower, upper, integer, box, soft, param_bounds, proof)`` of the search (see the

@@ -18,6 +18,7 @@ import numpy as np
 import sympy as sp
 
 from .._errors import ProblemError
+from ..backend._bulk import bulk
 from ..lowering import Layout, Lowering
 from ._bounds import (
     DEFAULT_BOUND,
@@ -108,6 +109,7 @@ class Problem(Interop):
         The generated code (readable Python).
     """
 
+    @bulk()
     def __init__(self, objective: sp.Expr, constraints: Iterable[Any] | sp.Basic = (), *,
                  variables: Sequence[sp.Basic] | None = None, bounds: BoundsLike = None,
                  maximize: bool = False, parameters: Mapping[sp.Symbol, float] | None = None,

@@ -11,8 +11,6 @@ float64 (``finish/_finish.py``, as in ``solve``), and gets a full :class:`Result
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -21,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import OptionError, ProblemError
+from ..backend._bulk import bulk
 from ..backend._devices import check_device, choose_backend
 from ..engine._driver import Instance
 from ..engine._handling import handler_names, make_handler
@@ -313,7 +312,7 @@ def _local_then_global(problem, opts, device, dtype, seed, compile, M, t_start):
     stopped = stopped or any(r.status is Status.INTERRUPTED for r in glob.values())
     t1 = time.perf_counter()
     mine = np.flatnonzero(answered)
-    with _bulk():
+    with bulk():
         fins = _local_finish(problem, mine, x, f, V, used, how, M, stopped)
         parts["polish"] += local_s
         parts["check"] += time.perf_counter() - t1
@@ -327,23 +326,6 @@ def _local_then_global(problem, opts, device, dtype, seed, compile, M, t_start):
             if out[b] is None:
                 out[b] = replace(r, timings=dict(share))
     return tuple(out), timings
-
-
-@contextlib.contextmanager
-def _bulk():
-    """Python's cyclic garbage collector paused while a batch builds its checks and
-    Results (tens of objects per instance, none of them garbage yet): each full
-    collection walks every live object, the batch's own among them, so they ran more
-    often and longer as ``B`` grew (measured: 15% of the call at 1,000 instances, 22% at
-    10,000, and super-linear).  Restored as it was, whatever happens; what the pause
-    leaves is collected at the next collection."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _local_finish(problem, idx, x, f, V, used, how, M, stopped=False) -> dict:
