@@ -258,3 +258,47 @@ def test_bayes_evidence_needs_a_second_hit():
     assert stage.bayes()  # eight solves, one minimum: a convex problem's evidence
     stage.minima.append(Minimum(np.ones(2), np.ones(2), 2.0, 0.0, 10))
     assert not stage.bayes()  # two minima from eight solves: 2 * 7 / 4 > 2.5
+
+
+def test_a_window_without_its_solves_asks_for_the_sweep(monkeypatch):
+    # the best minimum was reached from two starts at generation 20 and no solve came
+    # after it: once the window (60) has passed the sweep is pending; its solves (every
+    # one ends at the best minimum here) confirm the minimum, and it runs once
+    from types import SimpleNamespace
+
+    from constropt.engine import _multistart as ms
+    monkeypatch.setattr(ms, "_inject", lambda alg, state, X, f, cv: state)
+    best = np.array([0.25, 1.0])
+    stage = _sweep_stage(0, lambda X, limit: (np.repeat(best[:, None], X.shape[1], 1),
+                                              10 * X.shape[1],
+                                              np.ones(X.shape[1], dtype=bool)))
+    m = ms.Minimum(best.copy(), stage._units(best[:, None])[:, 0], 2.25, 0.0, 20)
+    m.hits = 2
+    other = ms.Minimum(np.array([0.9, 3.0]), np.array([0.95, 0.75]), 6.9, 0.0, 10)
+    stage.minima, stage.solves, stage.g_better, stage.s_better = [other, m], 3, 20, 3
+    assert not stage.pending(79) and not stage.confirmed(79)  # the window has not passed
+    assert stage.pending(80) and not stage.confirmed(80)  # passed, but no solve after it
+    spent, _, better = stage.sweep(SimpleNamespace(alg=None), _Flat(0), 80, None, 10**6)
+    assert spent > 0 and not better and stage.solves > 3 + ms.SEVERAL - 1
+    assert stage.confirmed(80) and not stage.pending(80)
+    stage.minima[1].hits, stage.solves, stage.s_better = 2, 3, 3
+    assert not stage.pending(80)  # the sweep ran: the window waits for solves again
+    # a minimum reached from one start is not pending: MLSL's short rounds serve it
+    fresh = _sweep_stage(0, None)
+    one = ms.Minimum(best.copy(), m.u, 2.25, 0.0, 20)
+    fresh.minima, fresh.solves, fresh.s_better, fresh.g_better = [one], 1, 1, 20
+    assert not fresh.pending(500)
+
+
+def test_g03_at_100_variables_stops_once_the_sweep_confirms_its_minimum():
+    # the population gathers in the best basin (MLSL offers no start) and the equality's
+    # epsilon schedule outlasts the window (no stagnation): before the pending sweep this
+    # run went to the generation cap, 3,000 generations and 901,481 evaluations
+    xs = sp.symbols("x0:100")
+    res = constropt.solve(-(sp.sqrt(100) ** 100) * sp.Mul(*xs),
+                          [sp.Eq(sum(v**2 for v in xs), 1)],
+                          bounds={v: (0, 1) for v in xs}, seed=0)
+    assert res.status is constropt.Status.CONVERGED and res.feasible
+    assert res.fun == pytest.approx(-1.0, abs=1e-9)  # tight equality: f* = -1
+    assert abs(float(np.sum(res.x_array ** 2)) - 1.0) <= 1e-9
+    assert res.nit < 3000 and res.nfev < 450_000

@@ -380,13 +380,15 @@ class Driver:
         with np.errstate(invalid="ignore"):
             collapsed = (feas > 0) & np.isfinite(lo) & (term.ftol > 0) & \
                 (hi - lo <= term.ftol * np.maximum(1.0, np.abs(lo)))
-        confirmed = False
+        confirmed, swept_better = False, False
         if self.local is not None:
+            if self.local.pending(g):  # a window without its solves: the sweep's supply them
+                swept_better = self._sweep(g)
             confirmed = np.array([self.local.confirmed(g)])
         quiet, code = check(term, f, cv, to_numpy(st.last_f)[ids], to_numpy(st.last_cv)[ids],
                             to_numpy(st.quiet)[ids], collapsed,
                             alg.settled(to_numpy(st.since)[ids]), time_up, stop, confirmed)
-        to_numpy(st.quiet)[ids] = quiet
+        to_numpy(st.quiet)[ids] = 0 if swept_better else quiet
         to_numpy(st.last_f)[ids], to_numpy(st.last_cv)[ids] = f, cv
         conv = code == _C[Status.CONVERGED]
         if conv.any() and self.local is not None and not self.local.bayes() and \
