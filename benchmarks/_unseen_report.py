@@ -43,6 +43,11 @@ AFTER = ("mkdir -p benchmarks/raw && gunzip -c benchmarks/results/unseen_runs/be
          "(engine/_multistart.LocalSearch.sweep), every problem again beside ipopt20:\n"
          "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONHASHSEED=0 PYTHONPATH=src "
          "python benchmarks/unseen.py --label sweep --solvers ipopt20,constropt "
+         "--seeds 0-4 --ref-seeds 0 --jobs 1 --report\n"
+         "# 2026-12-05: the sweep as soon as the window passes without its solves "
+         "(engine/_multistart.LocalSearch.pending), every problem again beside ipopt20:\n"
+         "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONHASHSEED=0 PYTHONPATH=src "
+         "python benchmarks/unseen.py --label pending --solvers ipopt20,constropt "
          "--seeds 0-4 --ref-seeds 0 --jobs 1 --report")
 
 
